@@ -1,0 +1,73 @@
+"""Shared pieces of the experiments: family options, plotting style, figure saving."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from stylized.families import FAMILY_NAMES, StepFamily, make_family
+from stylized.registry import Option, str_list
+
+__all__ = ["family_options", "family_from_params", "families_from_params", "save_figure", "new_figure", "caption"]
+
+
+def family_options(family_default: str = "householder", d_default: int = 64, multi: bool = False) -> tuple[Option, ...]:
+    """The options that pick a step family and its parameters."""
+    fam_help = f"step family: {', '.join(FAMILY_NAMES)}" + (" (comma list, or 'all')" if multi else "")
+    return (
+        Option("family", family_default, fam_help, str_list if multi else str),
+        Option("d", d_default, "dimension d (even for SO(2) families)", int),
+        Option("omega", 1.0, "so2-uniform: angle half-width ω in (0, π]", float),
+        Option("sigma", 0.5, "so2-normal: angle standard deviation σ > 0 (μ = 0)", float),
+        Option("p", 0.1, "lazy-haar: probability p ∈ (0, 1] of a Haar step", float),
+        Option("base", 10000.0, "rope-random: RoPE base (ω_b = base^(−2b/d))", float),
+    )
+
+
+def family_from_params(params: dict, name: str | None = None) -> StepFamily:
+    return make_family(name or params["family"], params["d"], omega=params["omega"], sigma=params["sigma"],
+                       p=params["p"], base=params["base"])
+
+
+def families_from_params(params: dict) -> list[StepFamily]:
+    names = params["family"]
+    names = [names] if isinstance(names, str) else list(names)
+    if names == ["all"]:
+        names = list(FAMILY_NAMES)
+    return [family_from_params(params, n) for n in names]
+
+
+def new_figure(ncols: int = 1, width: float = 6.0, height: float = 4.2):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    sns.set_theme(style="whitegrid", context="notebook")
+    fig, axes = plt.subplots(1, ncols, figsize=(width * ncols, height), squeeze=False)
+    return fig, axes[0]
+
+
+def caption(fig, text: str) -> None:
+    fig.text(0.01, 0.005, text, fontsize=8, color="0.3", ha="left", va="bottom", wrap=True)
+
+
+def save_figure(fig, outdir: Path, name: str) -> Path:
+    """Save ``fig`` to ``outdir/name.png`` atomically and close it."""
+    import matplotlib.pyplot as plt
+
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    path = outdir / f"{name}.png"
+    tmp = outdir / f".{name}.tmp.png"
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    fig.savefig(tmp, dpi=130)
+    plt.close(fig)
+    tmp.replace(path)
+    return path
+
+
+def finite(x) -> np.ndarray:
+    return np.asarray([np.nan if v is None else v for v in x], dtype=float)

@@ -1,0 +1,195 @@
+"""The ``stylized`` command line: ``check``, ``figures``, ``transformer``, ``bench``.
+
+``stylized check --list``                       every check with its options and defaults
+``stylized check NAME [--opt v …] [--json]``    one check with your parameters
+``stylized check --all``                        every check at its defaults → results + paper_checks.md
+``stylized figures [NAME … | --all]``           regenerate figures from the results (running what is missing)
+
+With ``--json`` stdout is exactly one JSON object ``{"claim", "params", "holds", "rows",
+"seconds", …}``.  A bad parameter exits with status 2 and one line naming it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from . import __version__
+from .registry import load_checks
+from .report import fmt, write_paper_checks
+from .results import figures_dir, is_up_to_date, load_result, results_dir, run_check, save_result
+
+__all__ = ["main", "build_parser"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error in one line (exit 2), without the usage block."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _add_common(p: argparse.ArgumentParser, backends) -> None:
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--backend", default="numba", help=f"array backend: {', '.join(backends)} (default numba)")
+    p.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
+    p.add_argument("--save", action="store_true", help="also save the result under simulations/results/")
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="stylized", description="Theory checks for accumulated orthogonal transforms in attention.")
+    parser.add_argument("--version", action="version", version=f"stylized {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    pc = sub.add_parser("check", help="run paper checks", description="Run one paper check, or all of them.")
+    pc.add_argument("--list", action="store_true", help="list every check with its options and defaults")
+    pc.add_argument("--all", action="store_true", help="run every check at its defaults, save results, regenerate paper_checks.md")
+    pc.add_argument("--force", action="store_true", help="with --all: rerun checks whose results are up to date")
+    pc.add_argument("--all-backend", default="numba", help="with --all: backend to use (default numba)")
+    csub = pc.add_subparsers(dest="name", parser_class=_Parser, metavar="CLAIM")
+    for check in load_checks().values():
+        cp = csub.add_parser(check.name, help=f"{check.claim}: {check.statement}", description=f"{check.claim}: {check.statement}")
+        for o in check.options:
+            cp.add_argument(o.flag, dest=o.name, default=None, metavar=o.name.upper(), help=f"{o.help} (default {o.default})")
+        _add_common(cp, check.backends)
+        cp.set_defaults(check=check)
+
+    pf = sub.add_parser("figures", help="regenerate figures", description="Regenerate figures into figures/ from the results, running what is missing.")
+    pf.add_argument("names", nargs="*", metavar="NAME", help="figure names (a check name, or 'transformer')")
+    pf.add_argument("--all", action="store_true", help="every figure")
+
+    try:
+        from simulations.transformer.cli import add_parser as add_transformer
+    except ImportError as e:  # torch is an optional extra
+        pt = sub.add_parser("transformer", help="train and compare small transformers (needs the 'transformer' extra)")
+        pt.set_defaults(func=lambda a, _e=e: _fail(f"transformer: needs torch (pip install -e '.[transformer]'): {_e}"))
+    else:
+        add_transformer(sub)
+
+    pb = sub.add_parser("bench", help="benchmarks: ratios measured side by side")
+    pb.add_argument("--json", action="store_true", help="print one JSON object")
+    pb.add_argument("--repeat", type=int, default=5, help="repetitions per timing (median reported)")
+    pb.set_defaults(func=_cmd_bench)
+    return parser
+
+
+def _fail(msg: str) -> int:
+    print(f"stylized: error: {msg}", file=sys.stderr)
+    return 2
+
+
+def _table(rows: list[dict]) -> str:
+    if not rows:
+        return "(no rows)"
+    keys: list[str] = []
+    for r in rows:
+        keys += [k for k in r if k not in keys and not isinstance(r[k], (list, dict))]
+    cells = [[fmt(r.get(k)) for k in keys] for r in rows]
+    widths = [max(len(k), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
+    out = ["  ".join(k.rjust(w) for k, w in zip(keys, widths)), "  ".join("-" * w for w in widths)]
+    out += ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells]
+    return "\n".join(out)
+
+
+def _print_result(r: dict) -> None:
+    print(f"{r['paper_claim']} {r['claim']}: {'HOLDS' if r['holds'] else 'DOES NOT HOLD'}   ({r['seconds']:.2f} s)")
+    h = r.get("headline", {})
+    if h.get("verdict"):
+        print(h["verdict"])
+    print(_table(r["rows"]))
+
+
+def _cmd_check(args) -> int:
+    checks = load_checks()
+    if args.list:
+        for c in checks.values():
+            print(f"{c.name}  [{c.claim}]  {c.statement}")
+            for o in c.options:
+                print(f"    {o.flag:<14} {str(o.default):<24} {o.help}")
+            print(f"    {'--seed':<14} {'0':<24} random seed")
+            print(f"    {'--backend':<14} {'numba':<24} {', '.join(c.backends)}")
+        return 0
+    if args.all:
+        return _run_all(checks, force=args.force, backend=args.all_backend)
+    if not getattr(args, "name", None):
+        return _fail("check: give a CLAIM, --list or --all (see stylized check --help)")
+    check = args.check
+    given = {o.name: getattr(args, o.name) for o in check.options if getattr(args, o.name) is not None}
+    result = run_check(check, given, seed=args.seed, backend=args.backend, progress=not args.no_progress)
+    if args.save:
+        save_result(result)
+    if args.json:
+        json.dump(result, sys.stdout)
+        sys.stdout.write("\n")
+    else:
+        _print_result(result)
+    return 0
+
+
+def _run_all(checks, *, force: bool, backend: str) -> int:
+    t0 = time.perf_counter()
+    for i, check in enumerate(checks.values(), 1):
+        old = load_result(check.name)
+        if not force and is_up_to_date(check, old):
+            print(f"[{i}/{len(checks)}] {check.name}: up to date ({old['seconds']:.1f} s when run), skipped", file=sys.stderr)
+            continue
+        print(f"[{i}/{len(checks)}] {check.name} …", file=sys.stderr)
+        b = backend if backend in check.backends else check.backends[0]
+        r = run_check(check, seed=0, backend=b)
+        save_result(r)
+        print(f"    {'holds' if r['holds'] else 'DOES NOT HOLD'} in {r['seconds']:.1f} s", file=sys.stderr)
+    path = write_paper_checks()
+    print(f"wrote {path} and results in {results_dir()} ({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
+    return 0
+
+
+def _cmd_figures(args) -> int:
+    checks = {k: c for k, c in load_checks().items() if c.plot is not None}
+    names = list(checks) + ["transformer"] if args.all or not args.names else args.names
+    for name in names:
+        if name == "transformer":
+            from simulations.transformer_figures import plot_transformer_results
+
+            for p in plot_transformer_results(results_dir(), figures_dir()):
+                print(f"wrote {p}", file=sys.stderr)
+            continue
+        if name not in checks:
+            return _fail(f"figures: NAME must be one of {', '.join([*checks, 'transformer'])}; got {name!r}")
+        check = checks[name]
+        r = load_result(name)
+        if r is None:
+            print(f"{name}: no result yet, running it at its defaults …", file=sys.stderr)
+            r = run_check(check, seed=0, backend=check.backends[-1] if "numba" not in check.backends else "numba")
+            save_result(r)
+        for p in check.plot(r, figures_dir()):
+            print(f"wrote {p}", file=sys.stderr)
+    return 0
+
+
+def _cmd_bench(args) -> int:
+    from .bench import main as bench_main
+
+    return bench_main(repeat=args.repeat, as_json=args.json)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "check":
+            return _cmd_check(args)
+        if args.command == "figures":
+            return _cmd_figures(args)
+        if getattr(args, "func", None):
+            return int(args.func(args) or 0)
+        parser.print_help()
+        return 0
+    except ValueError as e:
+        return _fail(str(e).splitlines()[0] if str(e) else repr(e))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

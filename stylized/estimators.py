@@ -1,0 +1,104 @@
+"""Monte Carlo estimators: every estimate carries its sample size and a 95% interval.
+
+* means: Student-t interval ``x̄ ± t_{n−1, 0.975} s/√n``;
+* probabilities: Wilson score interval (or Clopper–Pearson, exact, on request).
+
+Example
+-------
+>>> e = mean_ci([1.0, 2.0, 3.0])
+>>> (e.estimate, e.n_samples)
+(2.0, 3)
+>>> p = proportion_ci(5, 100)
+>>> p.ci_low < 0.05 < p.ci_high
+True
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy import stats
+
+__all__ = ["Estimate", "mean_ci", "mean_ci_from_moments", "proportion_ci", "bonferroni_level"]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A Monte Carlo estimate with its interval ``[ci_low, ci_high]`` at ``level`` and sample size."""
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+    n_samples: int
+    level: float = 0.95
+
+    def contains(self, value: float) -> bool:
+        """Whether ``value`` lies in the interval."""
+        return self.ci_low <= value <= self.ci_high
+
+    def as_row(self) -> dict:
+        """The JSON-row keys ``estimate``, ``ci_low``, ``ci_high``, ``n_samples``."""
+        d = asdict(self)
+        d.pop("level")
+        return d
+
+
+def _check_level(level: float) -> float:
+    if not (0.0 < level < 1.0):
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    return level
+
+
+def mean_ci(x, level: float = 0.95) -> Estimate:
+    """Mean of the samples ``x`` with a Student-t interval."""
+    _check_level(level)
+    x = np.asarray(x, dtype=float).ravel()
+    n = x.size
+    if n == 0:
+        raise ValueError("mean_ci needs at least one sample")
+    if np.isnan(x).any():
+        raise ValueError("samples contain NaN")
+    m = float(x.mean())
+    if n == 1:
+        return Estimate(m, -math.inf, math.inf, 1, level)
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1) * x.std(ddof=1) / math.sqrt(n))
+    return Estimate(m, m - half, m + half, n, level)
+
+
+def mean_ci_from_moments(total: float, total_sq: float, n: int, level: float = 0.95) -> Estimate:
+    """Student-t interval from streamed sums ``Σx`` and ``Σx²`` (O(1) memory)."""
+    _check_level(level)
+    if n < 2:
+        raise ValueError(f"n must be ≥ 2, got {n}")
+    m = total / n
+    var = max(0.0, (total_sq - n * m * m) / (n - 1))
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1) * math.sqrt(var / n))
+    return Estimate(float(m), float(m - half), float(m + half), int(n), level)
+
+
+def proportion_ci(k: int, n: int, level: float = 0.95, method: str = "wilson") -> Estimate:
+    """``k`` successes out of ``n``: Wilson score interval, or ``method="clopper-pearson"`` (exact)."""
+    _check_level(level)
+    if n <= 0 or not (0 <= k <= n):
+        raise ValueError(f"need 0 ≤ k ≤ n and n > 0, got k={k}, n={n}")
+    p = k / n
+    a = 1.0 - level
+    if method == "wilson":
+        z = float(stats.norm.ppf(1 - a / 2))
+        den = 1 + z * z / n
+        centre = (p + z * z / (2 * n)) / den
+        half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+        return Estimate(p, max(0.0, centre - half), min(1.0, centre + half), int(n), level)
+    if method == "clopper-pearson":
+        lo = 0.0 if k == 0 else float(stats.beta.ppf(a / 2, k, n - k + 1))
+        hi = 1.0 if k == n else float(stats.beta.ppf(1 - a / 2, k + 1, n - k))
+        return Estimate(p, lo, hi, int(n), level)
+    raise ValueError(f"method must be 'wilson' or 'clopper-pearson', got {method!r}")
+
+
+def bonferroni_level(level: float, m: int) -> float:
+    """Per-row level so that ``m`` simultaneous intervals hold jointly at ``level``."""
+    _check_level(level)
+    return 1.0 - (1.0 - level) / max(1, int(m))

@@ -1,0 +1,436 @@
+"""Step families: random orthogonal steps ``M_t`` with a known mean ``E[M]`` and gap ``γ``.
+
+Every family is a sampler object in the style of :mod:`scipy.stats`: it knows its
+dimension ``d``, its exact mean ``E[M]``, the spectral gap ``γ = 1 − ||E[M]||_op``
+and the mixing window ``W(ε) = ⌈ln ε / ln(1 − γ)⌉``, and it draws steps with
+:meth:`StepFamily.rvs` from a seed or a :class:`numpy.random.Generator`.
+
+Draws keep the structure of the family (never ``d × d`` matrices unless the family
+is dense by nature):
+
+* SO(2) families (``so2-uniform``, ``so2-normal``, ``rope-random``, ``token``) draw
+  angles ``θ`` of shape ``(n, d/2)``; plane ``b`` of ``M_t`` is ``R(θ_{t,b})``.
+* ``householder`` draws unit vectors ``w`` of shape ``(n, d)``; ``M_t = I − 2 w_t w_tᵀ``.
+* ``lazy-haar`` and ``haar`` draw a boolean "Haar step" mask of shape ``(n,)``; the
+  Haar matrices themselves are only drawn by :meth:`StepFamily.dense` (the small-d
+  reference).  Transport uses the exact law instead: after one Haar step a
+  transported vector is uniform on ``S^{d−1}``, independent of what came before.
+
+Example
+-------
+>>> fam = make_family("householder", d=16)
+>>> round(fam.spectral_gap, 4)
+0.125
+>>> fam.mixing_window(0.01)
+35
+>>> fam.rvs(3, random_state=0).shape
+(3, 16)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.stats import ortho_group
+
+from .bounds import mixing_window
+
+__all__ = [
+    "StepFamily",
+    "SO2Family",
+    "SO2Uniform",
+    "SO2Normal",
+    "RopeRandom",
+    "TokenAngles",
+    "Householder",
+    "LazyHaar",
+    "Haar",
+    "FAMILY_NAMES",
+    "make_family",
+    "rope_frequencies",
+    "as_generator",
+]
+
+
+def as_generator(random_state: int | np.random.Generator | np.random.SeedSequence | None) -> np.random.Generator:
+    """Return a :class:`numpy.random.Generator` from a seed, a SeedSequence or a Generator."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    return np.random.default_rng(random_state)
+
+
+def _check_d(d: int, *, even: bool) -> int:
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
+        raise ValueError(f"d must be a positive integer, got {d!r}")
+    if even and d % 2:
+        raise ValueError(f"d must be even for SO(2) blocks (d = 2, 4, 6, …), got {d}")
+    if d < 2:
+        raise ValueError(f"d must be at least 2, got {d}")
+    return int(d)
+
+
+def rope_frequencies(d: int, base: float = 10000.0) -> np.ndarray:
+    """RoPE frequencies ``ω_b = base^{−2b/d}``, ``b = 0 … d/2 − 1``."""
+    d = _check_d(d, even=True)
+    if not (base > 1.0 and np.isfinite(base)):
+        raise ValueError(f"base must be a finite number > 1, got {base!r}")
+    return base ** (-2.0 * np.arange(d // 2) / d)
+
+
+def _sinc(x: np.ndarray) -> np.ndarray:
+    """``sin(x)/x`` with ``sinc(0) = 1`` (numpy's ``sinc`` is normalised by π)."""
+    return np.sinc(np.asarray(x, dtype=float) / np.pi)
+
+
+@dataclass(frozen=True)
+class StepFamily:
+    """Base class of a law of i.i.d. orthogonal steps ``M_t ∈ O(d)``."""
+
+    d: int
+    name: str = field(init=False, default="")
+
+    # -- exact laws -------------------------------------------------------------------
+    def mean(self) -> np.ndarray:
+        """The exact mean step ``E[M]`` as a dense ``d × d`` matrix."""
+        raise NotImplementedError
+
+    @property
+    def spectral_gap(self) -> float:
+        """``γ = 1 − ||E[M]||_op``."""
+        return float(1.0 - np.linalg.norm(self.mean(), ord=2))
+
+    def mixing_window(self, eps: float) -> float:
+        """``W(ε) = ⌈ln ε / ln(1 − γ)⌉``: route length after which ``||E[P_n]||_op ≤ ε``.
+
+        Returns ``inf`` when ``γ = 0`` and ``1`` when ``γ = 1``.
+        """
+        return mixing_window(max(0.0, min(1.0, self.spectral_gap)), eps)
+
+    def mean_power(self, n: int) -> np.ndarray:
+        """``E[P_n] = E[M]^n`` for i.i.d. steps (dense ``d × d``)."""
+        return np.linalg.matrix_power(self.mean(), int(n))
+
+    # -- sampling ---------------------------------------------------------------------
+    def rvs(self, size: int, random_state=None) -> np.ndarray:
+        """Draw ``size`` steps in the family's structured form."""
+        raise NotImplementedError
+
+    def dense(self, draws: np.ndarray, random_state=None) -> np.ndarray:
+        """Dense matrices ``M_t`` of shape ``(n, d, d)`` for structured ``draws`` (reference)."""
+        raise NotImplementedError
+
+    @property
+    def kind(self) -> str:
+        """``"so2"``, ``"householder"`` or ``"haar"`` (lazy or not): how transport is computed."""
+        raise NotImplementedError
+
+
+# ---------------------------------------------------------------------------------------
+# SO(2) block families: angles, never matrices
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SO2Family(StepFamily):
+    """Block-diagonal ``M = diag(R(θ_1), …, R(θ_{d/2}))`` with independent plane angles.
+
+    Each plane has characteristic value ``χ_b = E[e^{iθ_b}]``; the plane mean is
+    ``[[Re χ_b, −Im χ_b], [Im χ_b, Re χ_b]]`` and ``||E[M]||_op = max_b |χ_b|``.
+    """
+
+    @property
+    def kind(self) -> str:
+        return "so2"
+
+    @property
+    def n_planes(self) -> int:
+        return self.d // 2
+
+    def chi(self) -> np.ndarray:
+        """Per-plane characteristic values ``χ_b = E[e^{iθ_b}]`` (complex, shape ``(d/2,)``)."""
+        raise NotImplementedError
+
+    def mean(self) -> np.ndarray:
+        chi = self.chi()
+        out = np.zeros((self.d, self.d))
+        for b, c in enumerate(chi):
+            out[2 * b : 2 * b + 2, 2 * b : 2 * b + 2] = [[c.real, -c.imag], [c.imag, c.real]]
+        return out
+
+    @property
+    def spectral_gap(self) -> float:
+        return float(1.0 - np.max(np.abs(self.chi())))
+
+    def plane_windows(self, eps: float) -> np.ndarray:
+        """Per-plane windows ``W_b(ε) = ⌈ln ε / ln |χ_b|⌉`` (``inf`` where ``|χ_b| = 1``)."""
+        if not (0.0 < eps < 1.0):
+            raise ValueError(f"eps must lie in (0, 1), got {eps!r}")
+        a = np.abs(self.chi())
+        with np.errstate(divide="ignore"):
+            w = np.where(a < 1.0, np.ceil(np.log(eps) / np.log(np.minimum(a, 1.0))), np.inf)
+        return np.where(a <= 0.0, 1.0, w)
+
+    def mean_power(self, n: int) -> np.ndarray:
+        chi = self.chi() ** int(n)
+        out = np.zeros((self.d, self.d))
+        for b, c in enumerate(chi):
+            out[2 * b : 2 * b + 2, 2 * b : 2 * b + 2] = [[c.real, -c.imag], [c.imag, c.real]]
+        return out
+
+    def dense(self, draws: np.ndarray, random_state=None) -> np.ndarray:
+        theta = np.asarray(draws, dtype=float)
+        n = theta.shape[0]
+        out = np.zeros((n, self.d, self.d))
+        c, s = np.cos(theta), np.sin(theta)
+        for b in range(self.n_planes):
+            i = 2 * b
+            out[:, i, i] = c[:, b]
+            out[:, i, i + 1] = -s[:, b]
+            out[:, i + 1, i] = s[:, b]
+            out[:, i + 1, i + 1] = c[:, b]
+        return out
+
+
+@dataclass(frozen=True)
+class SO2Uniform(SO2Family):
+    """SO(2) blocks with ``θ_b ~ U(−ω_b, ω_b)``: ``E[M] = diag(sinc ω_b)``, ``γ = 1 − max_b sinc ω_b``.
+
+    ``omega`` is one value for every plane or an array of ``d/2`` values in ``(0, π]``.
+
+    Example
+    -------
+    >>> fam = SO2Uniform(d=4, omega=1.0)
+    >>> round(fam.spectral_gap, 4)
+    0.1585
+    """
+
+    omega: float | tuple = 1.0
+
+    def __post_init__(self):
+        _check_d(self.d, even=True)
+        om = np.broadcast_to(np.asarray(self.omega, dtype=float), (self.d // 2,))
+        if not np.all((om > 0) & (om <= np.pi)):
+            raise ValueError(f"omega must lie in (0, π] for every plane, got {self.omega!r}")
+        object.__setattr__(self, "name", "so2-uniform")
+
+    @property
+    def omegas(self) -> np.ndarray:
+        return np.broadcast_to(np.asarray(self.omega, dtype=float), (self.d // 2,)).copy()
+
+    def chi(self) -> np.ndarray:
+        return _sinc(self.omegas).astype(complex)
+
+    def rvs(self, size: int, random_state=None) -> np.ndarray:
+        rng = as_generator(random_state)
+        om = self.omegas
+        return rng.uniform(-1.0, 1.0, size=(int(size), self.d // 2)) * om
+
+
+@dataclass(frozen=True)
+class RopeRandom(SO2Uniform):
+    """``rope-random``: ``θ_b ~ U(−ω_b, ω_b)`` with RoPE's ``ω_b = base^{−2b/d}``.
+
+    Plane 0 (``ω = 1``) mixes within a few steps; the last plane (``ω ≈ base^{−1}``)
+    needs far more steps than any context holds.
+    """
+
+    base: float = 10000.0
+    omega: float | tuple = field(init=False, default=1.0)
+
+    def __post_init__(self):
+        object.__setattr__(self, "omega", tuple(rope_frequencies(self.d, self.base)))
+        SO2Uniform.__post_init__(self)
+        object.__setattr__(self, "name", "rope-random")
+
+
+@dataclass(frozen=True)
+class SO2Normal(SO2Family):
+    """SO(2) blocks with ``θ_b ~ N(μ_b, σ_b²)``: ``E[M]_b = e^{−σ_b²/2} R(μ_b)``.
+
+    Example
+    -------
+    >>> round(SO2Normal(d=2, sigma=1.0).spectral_gap, 4)
+    0.3935
+    """
+
+    sigma: float | tuple = 1.0
+    mu: float | tuple = 0.0
+
+    def __post_init__(self):
+        _check_d(self.d, even=True)
+        sg = np.broadcast_to(np.asarray(self.sigma, dtype=float), (self.d // 2,))
+        if not np.all((sg > 0) & np.isfinite(sg)):
+            raise ValueError(f"sigma must be a finite number > 0 for every plane, got {self.sigma!r}")
+        mu = np.broadcast_to(np.asarray(self.mu, dtype=float), (self.d // 2,))
+        if not np.all(np.isfinite(mu)):
+            raise ValueError(f"mu must be finite, got {self.mu!r}")
+        object.__setattr__(self, "name", "so2-normal")
+
+    def chi(self) -> np.ndarray:
+        sg = np.broadcast_to(np.asarray(self.sigma, dtype=float), (self.d // 2,))
+        mu = np.broadcast_to(np.asarray(self.mu, dtype=float), (self.d // 2,))
+        return np.exp(-0.5 * sg**2) * np.exp(1j * mu)
+
+    def rvs(self, size: int, random_state=None) -> np.ndarray:
+        rng = as_generator(random_state)
+        sg = np.broadcast_to(np.asarray(self.sigma, dtype=float), (self.d // 2,))
+        mu = np.broadcast_to(np.asarray(self.mu, dtype=float), (self.d // 2,))
+        return mu + sg * rng.standard_normal((int(size), self.d // 2))
+
+
+@dataclass(frozen=True, eq=False)
+class TokenAngles(SO2Family):
+    """Token-dependent SO(2) steps ``M_t = f(x_t)``: plane angles ``θ_{t,b} = table[x_t, b]``.
+
+    Tokens are i.i.d. ``x_t ~ probs`` over a vocabulary of size ``V``; then
+    ``χ_b = Σ_v p_v e^{i·table[v, b]}``.  ``rvs`` returns angles; :meth:`rvs_tokens`
+    returns the tokens too.
+    """
+
+    table: np.ndarray = None  # (V, d/2)
+    probs: np.ndarray = None  # (V,)
+
+    def __post_init__(self):
+        _check_d(self.d, even=True)
+        table = np.asarray(self.table, dtype=float)
+        if table.ndim != 2 or table.shape[1] != self.d // 2:
+            raise ValueError(f"table must have shape (V, d/2) = (V, {self.d // 2}), got {table.shape}")
+        if not np.all(np.isfinite(table)):
+            raise ValueError("table must hold finite angles")
+        probs = np.ones(table.shape[0]) / table.shape[0] if self.probs is None else np.asarray(self.probs, float)
+        if probs.shape != (table.shape[0],) or np.any(probs < 0) or not np.isclose(probs.sum(), 1.0):
+            raise ValueError("probs must be a probability vector of length V (non-negative, summing to 1)")
+        object.__setattr__(self, "table", table)
+        object.__setattr__(self, "probs", probs)
+        object.__setattr__(self, "name", "token")
+
+    def chi(self) -> np.ndarray:
+        return self.probs @ np.exp(1j * self.table)
+
+    def rvs_tokens(self, size: int, random_state=None) -> tuple[np.ndarray, np.ndarray]:
+        rng = as_generator(random_state)
+        x = rng.choice(self.table.shape[0], size=int(size), p=self.probs)
+        return x, self.table[x]
+
+    def rvs(self, size: int, random_state=None) -> np.ndarray:
+        return self.rvs_tokens(size, random_state)[1]
+
+
+# ---------------------------------------------------------------------------------------
+# O(d) families
+# ---------------------------------------------------------------------------------------
+def uniform_sphere(rng: np.random.Generator, shape: tuple, d: int) -> np.ndarray:
+    """Uniform unit vectors on ``S^{d−1}``: normalised Gaussians, shape ``shape + (d,)``."""
+    g = rng.standard_normal(tuple(shape) + (d,))
+    return g / np.linalg.norm(g, axis=-1, keepdims=True)
+
+
+@dataclass(frozen=True)
+class Householder(StepFamily):
+    """Householder reflections ``M = I − 2 w wᵀ``, ``w`` uniform on ``S^{d−1}``.
+
+    ``E[w wᵀ] = I/d`` so ``E[M] = (1 − 2/d) I`` and ``γ = 2/d``.
+    """
+
+    def __post_init__(self):
+        _check_d(self.d, even=False)
+        object.__setattr__(self, "name", "householder")
+
+    @property
+    def kind(self) -> str:
+        return "householder"
+
+    def mean(self) -> np.ndarray:
+        return (1.0 - 2.0 / self.d) * np.eye(self.d)
+
+    def rvs(self, size: int, random_state=None) -> np.ndarray:
+        return uniform_sphere(as_generator(random_state), (int(size),), self.d)
+
+    def dense(self, draws: np.ndarray, random_state=None) -> np.ndarray:
+        w = np.asarray(draws, dtype=float)
+        return np.eye(self.d) - 2.0 * w[:, :, None] * w[:, None, :]
+
+
+@dataclass(frozen=True)
+class LazyHaar(StepFamily):
+    """Lazy Haar steps: ``M = U ~ Haar(O(d))`` with probability ``p``, else ``I``.
+
+    ``E[M] = (1 − p) I``, ``γ = p``.  ``rvs`` draws the Haar-step mask only.
+    """
+
+    p: float = 0.5
+
+    def __post_init__(self):
+        _check_d(self.d, even=False)
+        if not (0.0 < self.p <= 1.0):
+            raise ValueError(f"p must lie in (0, 1], got {self.p!r}")
+        object.__setattr__(self, "name", "lazy-haar")
+
+    @property
+    def kind(self) -> str:
+        return "haar"
+
+    def mean(self) -> np.ndarray:
+        return (1.0 - self.p) * np.eye(self.d)
+
+    def rvs(self, size: int, random_state=None) -> np.ndarray:
+        return as_generator(random_state).random(int(size)) < self.p
+
+    def dense(self, draws: np.ndarray, random_state=None) -> np.ndarray:
+        mask = np.asarray(draws, dtype=bool)
+        out = np.broadcast_to(np.eye(self.d), (mask.size, self.d, self.d)).copy()
+        k = int(mask.sum())
+        if k:
+            rng = as_generator(random_state)
+            u = ortho_group.rvs(self.d, size=k, random_state=rng)
+            out[mask] = u.reshape(k, self.d, self.d)
+        return out
+
+
+@dataclass(frozen=True)
+class Haar(LazyHaar):
+    """Haar steps ``M ~ Haar(O(d))``: ``E[M] = 0``, ``γ = 1``."""
+
+    p: float = field(init=False, default=1.0)
+
+    def __post_init__(self):
+        LazyHaar.__post_init__(self)
+        object.__setattr__(self, "name", "haar")
+
+
+FAMILY_NAMES = ("so2-uniform", "so2-normal", "rope-random", "householder", "lazy-haar", "haar")
+
+
+def make_family(
+    name: str,
+    d: int,
+    *,
+    omega: float = 1.0,
+    sigma: float = 1.0,
+    mu: float = 0.0,
+    p: float = 0.5,
+    base: float = 10000.0,
+) -> StepFamily:
+    """Build a step family by name; the keyword arguments irrelevant to that family are ignored.
+
+    Parameters
+    ----------
+    name : one of ``FAMILY_NAMES``.
+    d : dimension (even for SO(2) families).
+    omega : half-width of the uniform angle law (``so2-uniform``).
+    sigma, mu : normal angle law (``so2-normal``).
+    p : Haar probability (``lazy-haar``).
+    base : RoPE base (``rope-random``).
+    """
+    if name == "so2-uniform":
+        return SO2Uniform(d=d, omega=omega)
+    if name == "so2-normal":
+        return SO2Normal(d=d, sigma=sigma, mu=mu)
+    if name == "rope-random":
+        return RopeRandom(d=d, base=base)
+    if name == "householder":
+        return Householder(d=d)
+    if name == "lazy-haar":
+        return LazyHaar(d=d, p=p)
+    if name == "haar":
+        return Haar(d=d)
+    raise ValueError(f"family must be one of {', '.join(FAMILY_NAMES)}; got {name!r}")
