@@ -90,7 +90,9 @@ def proportion_ci(k: int, n: int, level: float = 0.95, method: str = "wilson") -
         den = 1 + z * z / n
         centre = (p + z * z / (2 * n)) / den
         half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-        return Estimate(p, max(0.0, centre - half), min(1.0, centre + half), int(n), level)
+        lo = 0.0 if k == 0 else max(0.0, centre - half)  # exact endpoints at k = 0 and k = n
+        hi = 1.0 if k == n else min(1.0, centre + half)
+        return Estimate(p, lo, hi, int(n), level)
     if method == "clopper-pearson":
         lo = 0.0 if k == 0 else float(stats.beta.ppf(a / 2, k, n - k + 1))
         hi = 1.0 if k == n else float(stats.beta.ppf(1 - a / 2, k + 1, n - k))

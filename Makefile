@@ -1,0 +1,43 @@
+# Fresh machine with only Python, pip and make:
+#   make all    set up .venv and run every paper check + every figure (+ the C6 transformer comparison)
+#   make test   set up .venv and run the test suite
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
+
+.PHONY: all setup checks figures transformer test test-all lint bench clean
+
+all: checks transformer figures
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[test,transformer]"
+	touch $@
+
+checks: setup
+	$(BIN)/stylized check --all
+
+transformer: setup
+	$(BIN)/stylized transformer compare --preset cpu
+
+figures: setup
+	$(BIN)/stylized figures --all
+
+test: setup
+	$(BIN)/python -m pytest -q -m "not slow"
+
+test-all: setup
+	$(BIN)/python -m pytest -q
+
+lint: setup
+	$(BIN)/ruff check stylized simulations tests
+
+bench: setup
+	$(BIN)/stylized bench
+
+clean:
+	rm -rf $(VENV) .numba_cache .pytest_cache .hypothesis

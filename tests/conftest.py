@@ -1,0 +1,17 @@
+"""Shared fixtures: a temporary results/figures location so tests never touch committed files."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(os.path.dirname(__file__), "..", ".numba_cache"))
+
+
+@pytest.fixture()
+def tmp_results(tmp_path, monkeypatch):
+    """Point ``STYLIZED_RESULTS_DIR`` / ``STYLIZED_FIGURES_DIR`` at a temporary folder."""
+    monkeypatch.setenv("STYLIZED_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setenv("STYLIZED_FIGURES_DIR", str(tmp_path / "figures"))
+    return tmp_path

@@ -1,0 +1,69 @@
+"""Stylized attention: stable softmax, far mass, scores, the |s| ≤ λ bound, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from stylized.attention import StylizedAttention, alibi_bias, far_mass, scores, softmax
+from stylized.families import FAMILY_NAMES, make_family, uniform_sphere
+from stylized.transport import route_product
+
+
+def test_softmax_stable_at_huge_logits():
+    x = np.array([1e4, -1e4, 0.0, 1e4 - 1.0])
+    a = softmax(x)
+    assert np.all(np.isfinite(a)) and a.sum() == pytest.approx(1.0)
+    assert a[0] / a[3] == pytest.approx(np.e)
+    assert np.allclose(softmax(np.array([-1e4, -1e4])), [0.5, 0.5])
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_softmax_rejects_nan_and_inf(bad):
+    with pytest.raises(ValueError, match="logits"):
+        softmax(np.array([0.0, bad]))
+
+
+@settings(max_examples=50, deadline=None)
+@given(x=arrays(np.float64, st.integers(1, 40), elements=st.floats(-50, 50)), D=st.integers(0, 45))
+def test_far_mass_equals_sum_of_far_weights(x, D):
+    assert far_mass(x, D) == pytest.approx(softmax(x)[D:].sum(), abs=1e-12)
+
+
+@pytest.mark.parametrize("name", FAMILY_NAMES)
+def test_scores_bounded_by_lambda_and_match_dense(name):
+    fam = make_family(name, 6, p=0.5)
+    rng = np.random.default_rng(3)
+    L, lam = 15, 2.5
+    steps = fam.rvs(L, rng)
+    q = uniform_sphere(rng, (), 6)
+    k = uniform_sphere(rng, (L,), 6)
+    s = scores(fam, steps, q, k, lam, rng)
+    assert np.all(np.abs(s) <= lam + 1e-12)
+    if fam.kind != "haar":  # Haar kinds use the exact law, not the dense draws
+        mats = fam.dense(steps)
+        want = [lam * q @ route_product(mats, j, L - 1) @ k[j] for j in range(L)]
+        assert np.allclose(s, want)
+
+
+def test_alibi_bias_and_bad_slope():
+    assert np.allclose(alibi_bias(np.arange(4), 0.5), [0, -0.5, -1.0, -1.5])
+    with pytest.raises(ValueError, match="slope"):
+        alibi_bias(1, -1.0)
+
+
+@pytest.mark.parametrize("lam", [-1.0, float("nan"), float("inf")])
+def test_negative_or_nonfinite_lambda_rejected(lam):
+    with pytest.raises(ValueError, match="λ"):
+        StylizedAttention(make_family("haar", 4), lam=lam, D=2)
+
+
+def test_sample_far_mass_consistent():
+    att = StylizedAttention(make_family("householder", 8), lam=3.0, D=4, alibi_m=0.1)
+    out = att.sample(50, random_state=0)
+    assert out.far_mass == pytest.approx(far_mass(out.logits[::-1], 4))
+    assert out.weights.sum() == pytest.approx(1.0)
+    assert out.output_qk.shape == out.output_qkv.shape == (8,)
