@@ -6,7 +6,7 @@ Symbols follow the paper: ``λ`` logit scale, ``K`` near count, ``M_L`` far coun
 Example
 -------
 >>> round(far_mass_lower_bound(K=8, M=1000, lam=2.0), 4)
-0.7722
+0.696
 >>> lam = lambda_required(K=8, M=1000, eps=0.1)
 >>> round(far_mass_lower_bound(K=8, M=1000, lam=lam), 12)
 0.1

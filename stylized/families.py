@@ -22,7 +22,7 @@ Example
 >>> round(fam.spectral_gap, 4)
 0.125
 >>> fam.mixing_window(0.01)
-35
+35.0
 >>> fam.rvs(3, random_state=0).shape
 (3, 16)
 """
