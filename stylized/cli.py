@@ -39,7 +39,8 @@ def _add_common(p: argparse.ArgumentParser, backends) -> None:
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(with_transformer: bool = False) -> argparse.ArgumentParser:
+    """The full parser; the torch-backed ``transformer`` commands are only loaded when asked for."""
     parser = _Parser(prog="stylized", description="Theory checks for accumulated orthogonal transforms in attention.")
     parser.add_argument("--version", action="version", version=f"stylized {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
@@ -61,13 +62,16 @@ def build_parser() -> argparse.ArgumentParser:
     pf.add_argument("names", nargs="*", metavar="NAME", help="figure names (a check name, or 'transformer')")
     pf.add_argument("--all", action="store_true", help="every figure")
 
-    try:
-        from simulations.transformer.cli import add_parser as add_transformer
-    except ImportError as e:  # torch is an optional extra
-        pt = sub.add_parser("transformer", help="train and compare small transformers (needs the 'transformer' extra)")
-        pt.set_defaults(func=lambda a, _e=e: _fail(f"transformer: needs torch (pip install -e '.[transformer]'): {_e}"))
+    if with_transformer:
+        try:
+            from simulations.transformer.cli import add_parser as add_transformer
+        except ImportError as e:  # torch is an optional extra
+            pt = sub.add_parser("transformer", help="train and compare small transformers (needs the 'transformer' extra)")
+            pt.set_defaults(func=lambda a, _e=e: _fail(f"transformer: needs torch (pip install -e '.[transformer]'): {_e}"))
+        else:
+            add_transformer(sub)
     else:
-        add_transformer(sub)
+        sub.add_parser("transformer", help="C6: train, evaluate and compare small transformers (stylized transformer --help)")
 
     pb = sub.add_parser("bench", help="benchmarks: ratios measured side by side")
     pb.add_argument("--json", action="store_true", help="print one JSON object")
@@ -176,7 +180,8 @@ def _cmd_bench(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(with_transformer=bool(argv) and argv[0] == "transformer")
     args = parser.parse_args(argv)
     try:
         if args.command == "check":
