@@ -15,7 +15,7 @@ setup: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[test,transformer]"
+	$(BIN)/python -m pip install -q -e ".[test,transformer,dask]"
 	touch $@
 
 checks: setup

@@ -76,7 +76,12 @@ def build_parser(with_transformer: bool = False) -> argparse.ArgumentParser:
     pb = sub.add_parser("bench", help="benchmarks: ratios measured side by side")
     pb.add_argument("--json", action="store_true", help="print one JSON object")
     pb.add_argument("--repeat", type=int, default=5, help="repetitions per timing (median reported)")
+    pb.add_argument("--with-check-all", action="store_true", help="also time `stylized check --all --force` (in temporary dirs)")
     pb.set_defaults(func=_cmd_bench)
+
+    from .sweep import add_parser as add_sweep
+
+    add_sweep(sub)
     return parser
 
 
@@ -176,7 +181,7 @@ def _cmd_figures(args) -> int:
 def _cmd_bench(args) -> int:
     from .bench import main as bench_main
 
-    return bench_main(repeat=args.repeat, as_json=args.json)
+    return bench_main(repeat=args.repeat, as_json=args.json, with_check_all=args.with_check_all)
 
 
 def main(argv: list[str] | None = None) -> int:

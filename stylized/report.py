@@ -10,6 +10,7 @@ regenerate it and compare (a stale file fails the test).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from .registry import load_checks
@@ -21,7 +22,8 @@ _ROOT = Path(__file__).resolve().parent.parent
 
 
 def paper_checks_path() -> Path:
-    return _ROOT / "paper_checks.md"
+    """``paper_checks.md`` at the repository root (``STYLIZED_PAPER_CHECKS`` overrides it)."""
+    return Path(os.environ.get("STYLIZED_PAPER_CHECKS", _ROOT / "paper_checks.md"))
 
 
 def fmt(x, digits: int = 4) -> str:

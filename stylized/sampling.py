@@ -9,6 +9,16 @@ chain of i.i.d. steps per trial, using each family's structure:
   the transported query is uniform on ``S^{d−1}``, so ``qᵀ P_n q`` is one coordinate of
   a uniform point, drawn directly as ``2·Beta((d−1)/2, (d−1)/2) − 1`` in O(1).
 
+``backend="cupy"`` runs the same computations through the array namespace
+(:func:`_sample_overlaps_xp`) with CuPy's random Generator, seeded from the NumPy
+Generator it is given; the route is walked in blocks of steps, so memory is
+``O(size·block·d)`` however long the route.  CuPy's streams differ from NumPy's:
+compare backends in distribution, or on identical inputs.
+
+:func:`sample_far_route` draws the transported vector ``P_n q`` itself for Haar-kind
+families from the exact law (``O(d)`` per trial); :func:`sample_far_route_dense` is the
+brute-force reference with dense Haar matrices.
+
 Example
 -------
 >>> from stylized.families import make_family
@@ -23,10 +33,12 @@ import math
 
 import numpy as np
 
-from .families import SO2Family, StepFamily, as_generator
+from .backend import array_namespace, to_numpy
+from .families import SO2Family, SO2Normal, SO2Uniform, StepFamily, TokenAngles, as_generator, uniform_sphere
 from .kernels import kernel
+from .transport import route_product
 
-__all__ = ["equal_energy_query", "sample_overlaps", "haar_coordinates"]
+__all__ = ["equal_energy_query", "sample_overlaps", "haar_coordinates", "sample_far_route", "sample_far_route_dense"]
 
 
 def equal_energy_query(d: int) -> np.ndarray:
@@ -56,6 +68,10 @@ def sample_overlaps(family: StepFamily, ns, size: int, random_state=None, backen
     ``q`` defaults to :func:`equal_energy_query`.  ``E[qᵀ P_n q] = qᵀ E[M]^n q``.
     """
     ns = _check_ns(ns)
+    if backend == "cupy":
+        xp = array_namespace("cupy")
+        seed = int(as_generator(random_state).integers(2**63))
+        return to_numpy(_sample_overlaps_xp(family, ns, size, xp.random.default_rng(seed), xp, q))
     rng = as_generator(random_state)
     d = family.d
     q = equal_energy_query(d) if q is None else np.asarray(q, dtype=float)
@@ -83,4 +99,116 @@ def sample_overlaps(family: StepFamily, ns, size: int, random_state=None, backen
             continue
         li = last[:, n - 1]
         out[:, c] = np.where(li < 0, 1.0, coords[np.arange(size), np.maximum(li, 0)])
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Array-namespace path (CuPy on a GPU; runs with NumPy too, which is how it is tested here)
+# ---------------------------------------------------------------------------------------
+def _angles_xp(family: SO2Family, xrng, xp, shape: tuple):
+    """Plane angles ``θ`` of shape ``shape + (d/2,)`` drawn with the namespace's Generator ``xrng``."""
+    B = family.d // 2
+    if isinstance(family, SO2Uniform):
+        return xrng.uniform(-1.0, 1.0, size=shape + (B,)) * xp.asarray(family.omegas)
+    if isinstance(family, SO2Normal):
+        sg = xp.asarray(np.broadcast_to(np.asarray(family.sigma, dtype=float), (B,)).copy())
+        mu = xp.asarray(np.broadcast_to(np.asarray(family.mu, dtype=float), (B,)).copy())
+        return mu + sg * xrng.standard_normal(shape + (B,))
+    if isinstance(family, TokenAngles):  # inverse CDF over the vocabulary
+        cdf = xp.asarray(np.cumsum(family.probs))
+        idx = xp.minimum(xp.searchsorted(cdf, xrng.random(shape), side="right"), cdf.shape[0] - 1)
+        return xp.asarray(family.table)[idx]
+    raise ValueError(f"family {family.name!r} has no array-namespace sampler")
+
+
+def _coordinates_xp(xrng, xp, shape: tuple, d: int):
+    """``2·Beta((d−1)/2, (d−1)/2) − 1`` (one coordinate of a uniform point on ``S^{d−1}``)."""
+    a = (d - 1) / 2.0
+    if hasattr(xrng, "beta"):
+        return 2.0 * xrng.beta(a, a, size=shape) - 1.0
+    x, y = xrng.standard_gamma(a, size=shape), xrng.standard_gamma(a, size=shape)
+    return 2.0 * x / (x + y) - 1.0
+
+
+def _sample_overlaps_xp(family: StepFamily, ns: np.ndarray, size: int, xrng, xp, q=None, block: int = 64):
+    """:func:`sample_overlaps` through the array namespace ``xp`` with its Generator ``xrng``.
+
+    SO(2): accumulated angles, walked in blocks of ``block`` steps.  Householder: the
+    rank-one update ``u ← u − 2 g (g·u)/||g||²`` with Gaussian ``g``, one step at a time over
+    all trials.  Haar kind: the exact joint law over the route lengths — between
+    consecutive ``n_{k−1} < n_k`` a Haar step occurs with probability ``1 − (1−p)^{n_k − n_{k−1}}``,
+    and then ``qᵀP q`` is a fresh ``||q||²``-scaled Haar coordinate, else it is unchanged.
+    Returns an ``xp`` array ``(size, len(ns))``.
+    """
+    d = family.d
+    qh = equal_energy_query(d) if q is None else np.asarray(q, dtype=float)
+    qq = float(qh @ qh)
+    out = xp.empty((size, ns.size))
+    if family.kind == "haar":
+        cur = xp.full(size, qq)
+        prev = 0
+        for c, n in enumerate(ns.tolist()):
+            if n > prev:
+                hit = xrng.random(size) < 1.0 - (1.0 - family.p) ** (n - prev)
+                cur = xp.where(hit, qq * _coordinates_xp(xrng, xp, (size,), d), cur)
+            out[:, c] = cur
+            prev = n
+        return out
+    qd = xp.asarray(qh)
+    want = {int(n): c for c, n in enumerate(ns.tolist())}
+    if 0 in want:
+        out[:, want[0]] = qq
+    nmax = int(ns[-1])
+    if isinstance(family, SO2Family):
+        wts = qd[0::2] ** 2 + qd[1::2] ** 2
+        A = xp.zeros((size, d // 2))
+        for start in range(0, nmax, block):
+            m = min(block, nmax - start)
+            Ab = A[:, None, :] + xp.cumsum(_angles_xp(family, xrng, xp, (size, m)), axis=1)
+            for t in range(m):
+                if start + t + 1 in want:
+                    out[:, want[start + t + 1]] = xp.cos(Ab[:, t, :]) @ wts
+            A = Ab[:, -1, :]
+        return out
+    if family.kind == "householder":
+        u = xp.broadcast_to(qd, (size, d)).copy()
+        for n in range(1, nmax + 1):
+            g = xrng.standard_normal((size, d))
+            u -= g * (2.0 * xp.sum(g * u, axis=1) / xp.sum(g * g, axis=1))[:, None]
+            if n in want:
+                out[:, want[n]] = u @ qd
+        return out
+    raise ValueError(f"family {family.name!r} has no array-namespace sampler")
+
+
+def sample_far_route(family: StepFamily, n: int, size: int, random_state=None, q: np.ndarray | None = None) -> np.ndarray:
+    """``size`` draws of the transported vector ``P_n q`` for a Haar-kind family, from the exact law.
+
+    ``P_n q`` is ``q`` when none of the ``n`` steps is a Haar step (probability ``(1 − p)^n``)
+    and ``||q||`` times a uniform unit vector otherwise: ``O(d)`` per draw instead of
+    ``n`` dense ``d × d`` products.  Returns ``(size, d)``.
+
+    Example
+    -------
+    >>> from stylized.families import make_family
+    >>> sample_far_route(make_family("haar", d=4), n=10, size=3, random_state=0).shape
+    (3, 4)
+    """
+    if family.kind != "haar":
+        raise ValueError(f"family must be haar or lazy-haar for the exact far-route law, got {family.name!r}")
+    rng = as_generator(random_state)
+    q = equal_energy_query(family.d) if q is None else np.asarray(q, dtype=float)
+    hit = rng.random(size) < 1.0 - (1.0 - family.p) ** int(n)
+    return np.where(hit[:, None], np.linalg.norm(q) * uniform_sphere(rng, (size,), family.d), q)
+
+
+def sample_far_route_dense(family: StepFamily, n: int, size: int, random_state=None,
+                           q: np.ndarray | None = None) -> np.ndarray:
+    """Brute-force reference for :func:`sample_far_route`: ``n`` dense steps per draw (Haar via ``ortho_group``)."""
+    rng = as_generator(random_state)
+    q = equal_energy_query(family.d) if q is None else np.asarray(q, dtype=float)
+    out = np.empty((size, family.d))
+    for s in range(size):
+        mats = family.dense(family.rvs(n, rng), rng)  # M_1 … M_n
+        out[s] = route_product(np.concatenate([np.eye(family.d)[None], mats]), 0, n) @ q
     return out
