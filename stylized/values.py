@@ -1,0 +1,424 @@
+"""Value side (claim C5): far interference energy when values are transported too.
+
+Far values share a background: ``v_j = b + ξ_j`` (``ξ_j ~ N(0, σ² I_d)``).  With the
+query at ``i`` and far sources at route lengths ``n = i − j ≥ D``, the far output is
+
+* QK-only: ``F = Σ_far α_j v_j`` — coherent, ``||F||² = ρ_D² ||b||²`` without noise;
+* QKV:     ``F = Σ_far α_j P_{j→i} v_j`` — the transported backgrounds cancel.
+
+We report the far interference energy relative to coherent addition,
+``r = E||F||² / (ρ_D² ||b||²)`` (per trial ``||F/ρ_D||²``, so QK-only without noise is 1).
+
+Exact finite-``M`` value *(derived)*.  For i.i.d. orthogonal steps and ``j < k``,
+``P_{j→i} = P_{k→i} P_{j→k}`` and ``P_{k→i}`` is orthogonal, so the shared part of the
+two routes cancels: ``(P_{j→i} b)ᵀ(P_{k→i} b) = bᵀ P_{j→k} b`` whose mean is
+``bᵀ E[M]^{|j−k|} b`` — no commutativity needed.  For SO(2) blocks this is
+``c_m = Σ_b ||b_b||² Re χ_b^m``; for ``E[M] = c I`` (Householder ``c = 1 − 2/d``,
+lazy Haar ``1 − p``, Haar ``0``) it is ``c^m ||b||²``.  With ``M`` far sources of equal
+weight ``ρ_D/M`` and weights independent of the steps,
+
+``r_QKV(M) = (1/M²) Σ_{j,k} c_{|j−k|}/||b||² + σ² d / (M ||b||²)``,
+``r_QK(M)  = 1 + σ² d / (M ||b||²)``,
+
+and ``Σ_{j,k<M} z^{|j−k|} = M(1+z)/(1−z) − 2z(1−z^M)/(1−z)²``, so for real ``χ``
+``r_QKV ≈ (1+χ)/((1−χ) M)`` at large ``M``.  The noise term is ``σ² d Σ_j ᾱ_j²/||b||²``
+for general far weights ``ᾱ_j = α_j/ρ_D``.
+
+Example
+-------
+>>> from stylized.families import make_family
+>>> fam = make_family("haar", d=8)
+>>> b = np.ones(8) / np.sqrt(8)
+>>> round(qkv_interference_theory(fam, b, 10), 6)   # Haar: the far sources add incoherently
+0.1
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import ive
+
+from .families import SO2Family, StepFamily, as_generator, uniform_sphere
+
+__all__ = [
+    "correlation_pairs",
+    "coherent_sum",
+    "qkv_interference_theory",
+    "qk_interference_theory",
+    "quadratic_form",
+    "haar_tilt_floor",
+    "draw_route_steps",
+    "route_scores",
+    "route_sum",
+    "route_sums",
+    "so2_trig",
+    "orthogonal_dense",
+    "stable_weights",
+    "ratio_ci",
+    "far_keys",
+    "chunk_size",
+    "far_energy_samples",
+    "haar_law_sum",
+    "snr_samples",
+    "bench_rows",
+]
+
+
+# ---------------------------------------------------------------------------------------
+# exact second moments
+# ---------------------------------------------------------------------------------------
+def correlation_pairs(family: StepFamily, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Weights ``w`` and ratios ``z`` with ``bᵀE[M]^m b / ||b||² = Σ_r w_r Re z_r^m``.
+
+    SO(2): ``w_b = ||b_b||²/||b||²`` and ``z_b = χ_b`` per plane (equal ``χ`` merged).
+    Other families have ``E[M] = c I``: one pair ``(1, c)``.
+    """
+    b = np.asarray(b, dtype=float)
+    nb = float(b @ b)
+    if nb <= 0:
+        raise ValueError("b (the shared background) must be non-zero")
+    if isinstance(family, SO2Family):
+        w = (b[0::2] ** 2 + b[1::2] ** 2) / nb
+        z, inv = np.unique(np.round(family.chi(), 15), return_inverse=True)
+        return np.bincount(inv.ravel(), weights=w, minlength=z.size), z.astype(complex)
+    mean = family.mean()
+    c = float(mean[0, 0])
+    if not np.allclose(mean, c * np.eye(family.d)):
+        raise ValueError(f"family {family.name!r}: E[M] is not a multiple of I; give its correlation pairs")
+    return np.ones(1), np.array([c], dtype=complex)
+
+
+def coherent_sum(z: complex | np.ndarray, M: int) -> np.ndarray:
+    """``S(z, M) = Σ_{j,k=0}^{M−1} z^{|j−k|} = M + 2 Σ_{m=1}^{M−1} (M − m) z^m`` (exact, direct sum).
+
+    Closed form ``M(1+z)/(1−z) − 2z(1−z^M)/(1−z)²`` for ``z ≠ 1``; ``S(1, M) = M²``.
+    """
+    if M < 1:
+        raise ValueError(f"M (number of far sources) must be ≥ 1, got {M}")
+    z = np.asarray(z, dtype=complex)
+    m = np.arange(1, M)
+    return M + 2.0 * (np.power.outer(z, m) @ (M - m).astype(float))
+
+
+def qkv_interference_theory(family: StepFamily, b: np.ndarray, M: int, noise: float = 0.0) -> float:
+    """Exact ``E||F_QKV||²/(ρ_D²||b||²)`` for ``M`` equal-weight far sources (i.i.d. steps).
+
+    ``(1/M²) Σ_r w_r Re S(z_r, M) + σ² d / (M ||b||²)``; see the module docstring.
+    """
+    w, z = correlation_pairs(family, b)
+    coh = float(np.real(coherent_sum(z, M)) @ w) / M**2
+    return coh + noise**2 * family.d / (M * float(np.dot(b, b)))
+
+
+def qk_interference_theory(d: int, b: np.ndarray, M: int, noise: float = 0.0) -> float:
+    """Exact ``E||F_QK||²/(ρ_D²||b||²) = 1 + σ² d/(M ||b||²)`` for ``M`` equal weights."""
+    return 1.0 + noise**2 * d / (M * float(np.dot(b, b)))
+
+
+def quadratic_form(a: np.ndarray, w: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """``Σ_{j,k} a_j a_k Σ_r w_r Re z_r^{|j−k|}`` for each row of ``a`` (shape ``(T, M)``) in ``O(T·M·R)``.
+
+    The plug-in prediction of ``||F/ρ_D||²/||b||²`` for given far weights ``a = ᾱ`` when
+    the weights are independent of the steps.  Recursion ``h_k = z (h_{k−1} + a_{k−1})``
+    gives ``Σ_{j<k} a_j z^{k−j} = h_k``.
+    """
+    a = np.asarray(a, dtype=float)
+    T, M = a.shape
+    h = np.zeros((T, z.size), dtype=complex)
+    cross = np.zeros((T, z.size), dtype=complex)
+    for k in range(1, M):
+        h = z * (h + a[:, k - 1, None])
+        cross += a[:, k, None] * h
+    diag = np.sum(a * a, axis=1)
+    return diag * w.sum() + 2.0 * np.real(cross) @ w
+
+
+def haar_tilt_floor(d: int, lam: float) -> float:
+    """``(I_{d/2}(λ)/I_{d/2−1}(λ))²``: the coherent floor of QKV under Haar steps when far keys equal
+    the value background ``b̂`` and the query is ``b̂`` *(derived)*.
+
+    For long Haar routes ``u = P b̂`` is uniform on ``S^{d−1}``; softmax weights ``∝ e^{λ b̂ᵀu}``
+    tilt its law, and for ``M → ∞`` the normalised far output tends to
+    ``E[u e^{λu_1}]/E[e^{λu_1}] = (I_{d/2}(λ)/I_{d/2−1}(λ)) b̂`` (log-derivative of the
+    moment generating function ``∝ λ^{1−d/2} I_{d/2−1}(λ)``).
+    """
+    return float((ive(d / 2, lam) / ive(d / 2 - 1, lam)) ** 2) if lam > 0 else 0.0
+
+
+# ---------------------------------------------------------------------------------------
+# route transport indexed by route length n = 0 … N−1 (P_0 = I, P_n = m_1 m_2 ⋯ m_n)
+# ---------------------------------------------------------------------------------------
+def orthogonal_dense(rng: np.random.Generator, shape: tuple, d: int) -> np.ndarray:
+    """Haar matrices on ``O(d)``: QR of Gaussians with the sign of ``diag(R)`` fixed (Mezzadri)."""
+    g = rng.standard_normal(tuple(shape) + (d, d))
+    q, r = np.linalg.qr(g)
+    return q * np.sign(np.diagonal(r, axis1=-2, axis2=-1))[..., None, :]
+
+
+def draw_route_steps(family: StepFamily, size: int, N: int, rng: np.random.Generator) -> np.ndarray:
+    """Steps ``m_1 … m_{N−1}`` of ``size`` routes (index 0 unused): angles, reflection vectors, or dense.
+
+    ``m_s`` is the step of the token ``s`` positions before the query, so the route of
+    length ``n`` is ``P_n = m_1 ⋯ m_n`` (``= M_i ⋯ M_{i−n+1}``).  Haar kinds are drawn as
+    dense matrices (exact even when weights depend on them); keep ``d`` small.
+    """
+    rng = as_generator(rng)
+    if family.kind in ("so2", "householder"):
+        return family.rvs(size * N, rng).reshape(size, N, -1)
+    mask = family.rvs(size * N, rng).reshape(size, N)
+    mats = np.broadcast_to(np.eye(family.d), (size, N, family.d, family.d)).copy()
+    k = int(mask.sum())
+    if k:
+        mats[mask] = orthogonal_dense(rng, (k,), family.d)
+    return mats
+
+
+def so2_trig(steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``cos A_n``, ``sin A_n`` of the accumulated route angles ``A_n = θ_1 + … + θ_n`` (``A_0 = 0``)."""
+    A = np.cumsum(steps, axis=1) - steps[:, :1]
+    return np.cos(A), np.sin(A)
+
+
+def _so2_rotate(trig: tuple[np.ndarray, np.ndarray], v: np.ndarray) -> np.ndarray:
+    """``P_n v_n`` from precomputed ``cos A_n, sin A_n`` (same as :func:`rotate_planes`)."""
+    c, s = trig
+    x, y = v[..., 0::2], v[..., 1::2]
+    out = np.empty(c.shape[:-1] + (2 * c.shape[-1],))
+    out[..., 0::2] = c * x - s * y
+    out[..., 1::2] = s * x + c * y
+    return out
+
+
+def route_scores(family: StepFamily, steps: np.ndarray, q: np.ndarray, keys: np.ndarray,
+                 trig: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """``qᵀ P_n k_n`` for ``n = 0 … N−1`` and every route: ``keys`` ``(T, N, d)`` → ``(T, N)``.
+
+    ``trig``: optional :func:`so2_trig` of ``steps`` (SO(2) only), to share it with :func:`route_sums`.
+    """
+    T, N = steps.shape[:2]
+    if family.kind == "so2":
+        return _so2_rotate(trig or so2_trig(steps), keys) @ q
+    out = np.empty((T, N))
+    u = np.broadcast_to(q, (T, q.size)).copy()  # u_n = P_nᵀ q = m_nᵀ u_{n−1}
+    for n in range(N):
+        if n:
+            u = _apply_step(family, steps[:, n], u, transpose=True)
+        out[:, n] = np.einsum("td,td->t", u, keys[:, n])
+    return out
+
+
+def route_sum(family: StepFamily, steps: np.ndarray, weights: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``Σ_n a_n P_n v_n`` for every route: Horner from the far end, ``r ← a_n v_n + m_{n+1} r``."""
+    if family.kind == "so2":
+        return np.einsum("tn,tnd->td", weights, _so2_rotate(so2_trig(steps), values))
+    N = steps.shape[1]
+    r = weights[:, N - 1, None] * values[:, N - 1]
+    for n in range(N - 2, -1, -1):
+        r = weights[:, n, None] * values[:, n] + _apply_step(family, steps[:, n + 1], r, transpose=False)
+    return r
+
+
+def route_sums(family: StepFamily, steps: np.ndarray, weights: tuple[np.ndarray, ...],
+               values: np.ndarray, trig: tuple[np.ndarray, np.ndarray] | None = None) -> list[np.ndarray]:
+    """:func:`route_sum` for several weight vectors on the same routes (SO(2): one rotation pass)."""
+    if family.kind == "so2":
+        rv = _so2_rotate(trig or so2_trig(steps), values)
+        return [np.einsum("tn,tnd->td", w, rv) for w in weights]
+    return [route_sum(family, steps, w, values) for w in weights]
+
+
+def _apply_step(family: StepFamily, step: np.ndarray, x: np.ndarray, *, transpose: bool) -> np.ndarray:
+    if family.kind == "householder":  # symmetric: m = mᵀ = I − 2wwᵀ
+        return x - 2.0 * step * np.einsum("td,td->t", step, x)[:, None]
+    return np.einsum("tba,tb->ta" if transpose else "tab,tb->ta", step, x)
+
+
+def stable_weights(logits: np.ndarray) -> np.ndarray:
+    """Row-wise softmax (max subtracted)."""
+    e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def far_keys(rng: np.random.Generator, shape: tuple, b_hat: np.ndarray, align: float) -> np.ndarray:
+    """Keys ``k = normalise(a·b̂ + √(1−a²)·u)`` with ``u`` uniform: ``a = 0`` uniform keys, ``a = 1`` keys ``= b̂``."""
+    if not (0.0 <= align <= 1.0):
+        raise ValueError(f"key_align must lie in [0, 1], got {align!r}")
+    k = align * b_hat + np.sqrt(1.0 - align**2) * uniform_sphere(rng, shape, b_hat.size)
+    return k / np.linalg.norm(k, axis=-1, keepdims=True)
+
+
+def chunk_size(family: StepFamily, N: int, budget: int = 1 << 21, dense: bool | None = None) -> int:
+    """Routes per chunk so that one ``(T, N, d)`` array (``(T, N, d, d)`` for dense Haar) stays ≤ ``budget`` floats."""
+    dense = family.kind == "haar" if dense is None else dense
+    per = N * family.d * (family.d if dense else 1)
+    return int(max(1, min(256, budget // per)))
+
+
+# ---------------------------------------------------------------------------------------
+# estimators
+# ---------------------------------------------------------------------------------------
+def ratio_ci(x: np.ndarray, y: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
+    """``E[x]/E[y]`` with a delta-method interval from paired samples (``y`` mean must be > 0)."""
+    from scipy import stats
+
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    n = x.size
+    mx, my = x.mean(), y.mean()
+    r = mx / my
+    cov = np.cov(np.vstack([x, y]))
+    var = (cov[0, 0] - 2 * r * cov[0, 1] + r * r * cov[1, 1]) / (n * my * my)
+    half = float(stats.norm.ppf(0.5 + level / 2) * np.sqrt(max(var, 0.0)))
+    return float(r), float(r - half), float(r + half)
+
+
+# ---------------------------------------------------------------------------------------
+# benchmark
+# ---------------------------------------------------------------------------------------
+def bench_rows(repeat: int = 5) -> list[dict]:
+    """No Numba kernel here: the hot loops are vectorised over trials (NumPy only)."""
+    del repeat
+    return []
+
+
+# ---------------------------------------------------------------------------------------
+# Monte Carlo of the far output
+# ---------------------------------------------------------------------------------------
+def far_energy_samples(
+    family: StepFamily,
+    M: int,
+    D: int,
+    size: int,
+    rng: np.random.Generator,
+    *,
+    weights: str = "equal",
+    lam: float = 4.0,
+    key_align: float = 0.0,
+    noise: float = 0.0,
+    b: np.ndarray | None = None,
+    independent: bool = False,
+    dense_haar: bool = False,
+) -> dict[str, np.ndarray]:
+    """Per-route samples of ``||F/ρ_D||²/||b||²`` for ``M`` far sources at route lengths ``D … D+M−1``.
+
+    The query is ``q = b̂`` (unit background).  ``weights="equal"``: ``ᾱ_j = 1/M``;
+    ``"softmax"``: ``ᾱ ∝ exp(λ qᵀ P_n k_n)`` over the far set (near sources only rescale
+    ``ρ_D``), with keys from :func:`far_keys` (``key_align = 0``: uniform keys, weights
+    independent of the steps; ``1``: keys ``= b̂``, weights select routes that keep ``b̂``).
+
+    Returns arrays of shape ``(size,)``: ``qk``, ``qkv``, ``plugin`` (the independent-weights
+    prediction ``ᾱᵀCᾱ + σ²dΣᾱ²`` for the drawn weights) and, with ``independent``,
+    ``qkv-indep`` (values transported by an independent stream of steps of the same family).
+
+    Haar kinds with equal weights use the exact law of the transport (:func:`haar_law_sum`,
+    ``O(N·d)``) unless ``dense_haar``; softmax weights always use dense Haar matrices.
+    """
+    d = family.d
+    b = np.full(d, 1.0 / np.sqrt(d)) if b is None else np.asarray(b, dtype=float)
+    nb = float(b @ b)
+    b_hat = b / np.sqrt(nb)
+    N = D + M
+    if family.kind == "haar" and weights == "equal" and not dense_haar:
+        return _haar_law_energy(family, M, D, size, rng, noise, b, independent)
+    steps = draw_route_steps(family, size, N, rng)
+    trig = so2_trig(steps) if family.kind == "so2" else None
+    if weights == "equal":
+        abar = np.full((size, M), 1.0 / M)
+    elif weights == "softmax":
+        keys = np.zeros((size, N, d))
+        keys[:, D:] = far_keys(rng, (size, M), b_hat, key_align)
+        abar = stable_weights(lam * route_scores(family, steps, b_hat, keys, trig)[:, D:])
+    else:
+        raise ValueError(f"weights must be 'equal' or 'softmax', got {weights!r}")
+    values = np.zeros((size, N, d))
+    values[:, D:] = b + (noise * rng.standard_normal((size, M, d)) if noise > 0 else 0.0)
+    a_full = np.zeros((size, N))
+    a_full[:, D:] = abar
+    out = {
+        "qk": np.sum(np.einsum("tn,tnd->td", abar, values[:, D:]) ** 2, axis=1) / nb,
+        "qkv": np.sum(route_sums(family, steps, (a_full,), values, trig)[0] ** 2, axis=1) / nb,
+    }
+    if independent:
+        other = draw_route_steps(family, size, N, rng)
+        out["qkv-indep"] = np.sum(route_sum(family, other, a_full, values) ** 2, axis=1) / nb
+    w, z = correlation_pairs(family, b)
+    sq = np.sum(abar**2, axis=1)
+    out["plugin"] = (np.full(size, qkv_interference_theory(family, b, M)) if weights == "equal"
+                     else quadratic_form(abar, w, z)) + noise**2 * d * sq / nb
+    return out
+
+
+def haar_law_sum(mask: np.ndarray, weights: np.ndarray, values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``Σ_n a_n P_n v_n`` for (lazy) Haar steps by their exact law (weights independent of the steps).
+
+    Horner from the far end, ``r ← a_n v_n + m_{n+1} r``, where a Haar step ``m`` maps ``r``
+    to ``||r||`` times a fresh uniform unit vector (independent of the past) and a lazy
+    step is the identity.  ``mask`` ``(T, N)`` marks the Haar steps.
+    """
+    T, N = mask.shape
+    r = weights[:, N - 1, None] * values[:, N - 1]
+    for n in range(N - 2, -1, -1):
+        fresh = uniform_sphere(rng, (T,), values.shape[-1]) * np.linalg.norm(r, axis=1, keepdims=True)
+        r = weights[:, n, None] * values[:, n] + np.where(mask[:, n + 1, None], fresh, r)
+    return r
+
+
+def _haar_law_energy(family: StepFamily, M: int, D: int, size: int, rng: np.random.Generator, noise: float,
+                     b: np.ndarray, independent: bool) -> dict[str, np.ndarray]:
+    d, N, nb = family.d, D + M, float(b @ b)
+    a = np.zeros((size, N))
+    a[:, D:] = 1.0 / M
+    values = np.zeros((size, N, d))
+    values[:, D:] = b + (noise * rng.standard_normal((size, M, d)) if noise > 0 else 0.0)
+    out = {"qk": np.sum(values[:, D:].mean(axis=1) ** 2, axis=1) / nb}
+    for key in ("qkv", "qkv-indep") if independent else ("qkv",):
+        mask = family.rvs(size * N, rng).reshape(size, N)
+        out[key] = np.sum(haar_law_sum(mask, a, values, rng) ** 2, axis=1) / nb
+    out["plugin"] = np.full(size, qkv_interference_theory(family, b, M)) + noise**2 * d / (M * nb)
+    return out
+
+
+def snr_samples(
+    family: StepFamily,
+    L: int,
+    K: int,
+    size: int,
+    rng: np.random.Generator,
+    *,
+    lam: float,
+    key_align: float = 0.0,
+    noise: float = 0.0,
+    q: np.ndarray,
+    t: np.ndarray,
+    b: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """Near signal and far interference for one query with ``K`` near sources and ``L − K`` far ones.
+
+    Near sources (route ``n < K``) have key ``q`` and value ``t`` (the target); far sources
+    have keys from :func:`far_keys` and values ``b + ξ``.  Full softmax over all ``L``
+    logits ``λ qᵀ P_n k_n``.  Signal ``(tᵀ N)²`` with ``N`` the near part of the output
+    (QK: ``Σ_near α t``; QKV: ``Σ_near α P_n t``); interference ``||F||²`` of the far part.
+    Also ``overlap``: ``tᵀ P_n t`` for ``n < K`` (``(size, K)``).
+    """
+    d = family.d
+    steps = draw_route_steps(family, size, L, rng)
+    keys = np.empty((size, L, d))
+    keys[:, :K] = q
+    keys[:, K:] = far_keys(rng, (size, L - K), b / np.linalg.norm(b), key_align)
+    trig = so2_trig(steps) if family.kind == "so2" else None
+    alpha = stable_weights(lam * route_scores(family, steps, q, keys, trig))
+    values = np.empty((size, L, d))
+    values[:, :K] = t
+    values[:, K:] = b + (noise * rng.standard_normal((size, L - K, d)) if noise > 0 else 0.0)
+    near, far = alpha.copy(), alpha.copy()
+    near[:, K:] = 0.0
+    far[:, :K] = 0.0
+    n_qkv, f_qkv = route_sums(family, steps, (near, far), values, trig)
+    tt = np.broadcast_to(t, (size, K, d))
+    return {
+        "rho": far.sum(axis=1),
+        "signal_qk": (near.sum(axis=1) * float(t @ t)) ** 2,
+        "signal_qkv": (n_qkv @ t) ** 2,
+        "interf_qk": np.sum(np.einsum("tn,tnd->td", far, values) ** 2, axis=1),
+        "interf_qkv": np.sum(f_qkv**2, axis=1),
+        "overlap": route_scores(family, steps[:, :K], t, tt, trig and (trig[0][:, :K], trig[1][:, :K])),
+    }

@@ -1,0 +1,229 @@
+"""Value side (C5): the exact finite-M interference formula, its limits, and the transport engine."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stylized.estimators import bonferroni_level, mean_ci
+from stylized.families import make_family
+from stylized.sampling import haar_coordinates
+from stylized.transport import transported_sum
+from stylized.values import (
+    coherent_sum,
+    correlation_pairs,
+    draw_route_steps,
+    far_energy_samples,
+    haar_tilt_floor,
+    orthogonal_dense,
+    qk_interference_theory,
+    qkv_interference_theory,
+    quadratic_form,
+    ratio_ci,
+    route_scores,
+    route_sum,
+)
+
+FAMS = [("so2-uniform", {"omega": 1.0}), ("so2-normal", {"sigma": 0.7, "mu": 0.4}), ("rope-random", {"base": 100.0}),
+        ("householder", {}), ("lazy-haar", {"p": 0.3}), ("haar", {})]
+
+
+def _fam(name: str, d: int, kw: dict):
+    if name == "so2-normal":
+        from stylized.families import SO2Normal
+
+        return SO2Normal(d=d, **kw)
+    return make_family(name, d, **kw)
+
+
+def _closed_form(z: complex, M: int) -> complex:
+    return M * (1 + z) / (1 - z) - 2 * z * (1 - z**M) / (1 - z) ** 2
+
+
+# ---------------------------------------------------------------------------------------
+# the formula against Monte Carlo
+# ---------------------------------------------------------------------------------------
+CASES = [(n, kw, False) for n, kw in FAMS] + [("lazy-haar", {"p": 0.3}, True), ("haar", {}, True)]
+
+
+@pytest.mark.parametrize("name,kw,dense", CASES)
+@pytest.mark.parametrize("M,noise", [(3, 0.0), (12, 0.0), (12, 0.4)])
+def test_exact_formula_matches_monte_carlo(name, kw, dense, M, noise):
+    """Seed fixed; tolerance = the Student-t interval at the Bonferroni level over the 24 cases × 2 variants.
+
+    Haar kinds run twice: by the exact law of the transport and with dense Haar matrices.
+    """
+    fam = _fam(name, 8, kw)
+    b = np.full(8, 1 / np.sqrt(8))
+    s = far_energy_samples(fam, M, 3, 3000, np.random.default_rng(12345), noise=noise, dense_haar=dense)
+    level = bonferroni_level(0.99, 2 * 24)
+    assert mean_ci(s["qkv"], level).contains(qkv_interference_theory(fam, b, M, noise))
+    qk = mean_ci(s["qk"], level)
+    want = qk_interference_theory(8, b, M, noise)
+    assert qk.contains(want) or (noise == 0 and np.allclose(s["qk"], 1.0))
+
+
+def test_formula_is_not_the_coherent_value():
+    """Power check: the MC clearly separates QKV from coherent addition and from 1/M (SO(2), χ = sinc 1)."""
+    fam = make_family("so2-uniform", 8, omega=1.0)
+    e = mean_ci(far_energy_samples(fam, 12, 3, 3000, np.random.default_rng(1))["qkv"])
+    assert e.ci_high < 0.9 and e.ci_low > 1.5 / 12
+
+
+def test_noise_term_matters():
+    """σ²d/(M||b||²) is needed: without it the noisy MC falls outside its interval (both directions of the check)."""
+    fam = make_family("haar", 8)
+    b = np.full(8, 1 / np.sqrt(8))
+    e = mean_ci(far_energy_samples(fam, 6, 2, 3000, np.random.default_rng(7), noise=0.5)["qkv"], 0.999)
+    assert e.contains(qkv_interference_theory(fam, b, 6, 0.5))
+    assert not e.contains(qkv_interference_theory(fam, b, 6, 0.0))
+
+
+# ---------------------------------------------------------------------------------------
+# limits
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name,kw", FAMS)
+def test_one_far_source_is_coherent(name, kw):
+    fam = _fam(name, 8, kw)
+    assert qkv_interference_theory(fam, np.ones(8), 1) == pytest.approx(1.0)
+
+
+def test_chi_to_one_is_coherent():
+    fam = make_family("so2-uniform", 8, omega=1e-6)
+    assert qkv_interference_theory(fam, np.ones(8), 500) == pytest.approx(1.0, abs=1e-6)
+    assert coherent_sum(1.0, 37).real == pytest.approx(37**2)
+
+
+@pytest.mark.parametrize("chi", [0.2, 0.5, 0.9])
+def test_large_M_asymptote(chi):
+    """M·r(M) → (1+χ)/(1−χ); the relative correction is 2χ/((1−χ)(1+χ)M)."""
+    M = 100_000
+    r = coherent_sum(chi, M).real / M**2
+    assert r * M == pytest.approx((1 + chi) / (1 - chi), rel=3 * chi / ((1 - chi) * (1 + chi) * M))
+
+
+def test_haar_is_one_over_M():
+    fam = make_family("haar", 16)
+    assert qkv_interference_theory(fam, np.ones(16), 40) == pytest.approx(1 / 40)
+
+
+def test_rope_random_keeps_a_coherent_floor():
+    """Planes with ω_b ≪ 1/M do not mix: the floor is their share of ||b||²."""
+    fam = make_family("rope-random", 64, base=10000.0)
+    b = np.full(64, 1 / 8)
+    w, z = correlation_pairs(fam, b)
+    r = qkv_interference_theory(fam, b, 1000)
+    frozen = w[np.abs(z) > 1 - 1e-7].sum()
+    assert frozen > 0.1 and r > frozen
+
+
+# ---------------------------------------------------------------------------------------
+# universal properties
+# ---------------------------------------------------------------------------------------
+@settings(deadline=None, max_examples=60)
+@given(st.floats(0.0, 1.0), st.integers(1, 300))
+def test_formula_in_unit_interval_and_decreasing_for_real_chi(chi, M):
+    r = coherent_sum(chi, M).real / M**2
+    r_next = coherent_sum(chi, M + 1).real / (M + 1) ** 2
+    assert -1e-12 <= r <= 1 + 1e-12
+    assert r_next <= r + 1e-12
+
+
+@settings(deadline=None, max_examples=60)
+@given(st.floats(0.0, 1.0), st.floats(-np.pi, np.pi), st.integers(1, 200))
+def test_formula_in_unit_interval_for_complex_chi(mod, arg, M):
+    """``Re χ^m`` is the correlation of a random-walk phase: the form is a variance, in ``[0, 1]``."""
+    z = mod * np.exp(1j * arg)
+    r = coherent_sum(z, M).real / M**2
+    assert -1e-9 <= r <= 1 + 1e-9
+    if abs(1 - z) > 1e-3:
+        assert coherent_sum(z, M) == pytest.approx(_closed_form(z, M), rel=1e-8, abs=1e-8)
+
+
+@settings(deadline=None, max_examples=40)
+@given(st.integers(1, 12), st.integers(0, 2**31 - 1))
+def test_quadratic_form_matches_dense(M, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.random((3, M))
+    z = rng.uniform(-1, 1, 2) * np.exp(1j * rng.uniform(-3, 3, 2))
+    w = rng.random(2)
+    lag = np.abs(np.subtract.outer(np.arange(M), np.arange(M)))
+    C = sum(wi * np.real(zi**lag) for wi, zi in zip(w, z))
+    assert np.allclose(quadratic_form(a, w, z), np.einsum("tj,jk,tk->t", a, C, a))
+
+
+# ---------------------------------------------------------------------------------------
+# the transport engine against dense products and the library's transported_sum
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name,kw", FAMS)
+def test_route_engine_matches_dense_products(name, kw):
+    fam = _fam(name, 6, kw)
+    rng = np.random.default_rng(3)
+    steps = draw_route_steps(fam, 2, 6, rng)
+    mats = steps if fam.kind == "haar" else np.stack([fam.dense(s) for s in steps])
+    q, keys, a = rng.standard_normal(6), rng.standard_normal((2, 6, 6)), rng.random((2, 6))
+    sc, rs = route_scores(fam, steps, q, keys), route_sum(fam, steps, a, keys)
+    for t in range(2):
+        P = np.eye(6)
+        total = np.zeros(6)
+        for n in range(6):
+            if n:
+                P = P @ mats[t, n]  # P_n = m_1 ⋯ m_n
+            assert q @ P @ keys[t, n] == pytest.approx(sc[t, n])
+            total += a[t, n] * P @ keys[t, n]
+        assert np.allclose(total, rs[t])
+
+
+@pytest.mark.parametrize("name", ["so2-uniform", "householder"])
+def test_route_sum_agrees_with_transported_sum(name):
+    """Position convention of stylized.transport: M_t = m_{i−t+1}, source j = i − n."""
+    fam = make_family(name, 8)
+    rng = np.random.default_rng(5)
+    N = 7
+    steps = draw_route_steps(fam, 1, N, rng)
+    a, v = rng.random((1, N)), rng.standard_normal((1, N, 8))
+    i = N - 1
+    pos = np.stack([steps[0, 0]] + [steps[0, i - t + 1] for t in range(1, N)])
+    ref = transported_sum(fam, pos, a[0, ::-1], v[0, ::-1])
+    assert np.allclose(route_sum(fam, steps, a, v)[0], ref)
+
+
+def test_orthogonal_dense_is_haar():
+    """Orthogonal; E[Q_00²] = 1/d within the interval (seed fixed, 99.9% Student-t)."""
+    Q = orthogonal_dense(np.random.default_rng(0), (4000,), 5)
+    assert np.allclose(Q @ Q.transpose(0, 2, 1), np.eye(5), atol=1e-12)
+    assert mean_ci(Q[:, 0, 0] ** 2, 0.999).contains(1 / 5)
+    assert mean_ci(Q[:, 1, 2], 0.999).contains(0.0)
+
+
+def test_haar_tilt_floor_matches_tilted_monte_carlo():
+    """(I_{d/2}(λ)/I_{d/2−1}(λ)) = E[u₁e^{λu₁}]/E[e^{λu₁}] for u uniform on S^{d−1} (delta-method 99.9% CI)."""
+    d, lam = 8, 3.0
+    u1 = haar_coordinates(np.random.default_rng(2), 200_000, d)
+    r, lo, hi = ratio_ci(u1 * np.exp(lam * u1), np.exp(lam * u1), level=0.999)
+    assert lo <= np.sqrt(haar_tilt_floor(d, lam)) <= hi
+    assert haar_tilt_floor(d, 0.0) == 0.0
+
+
+def test_shared_keys_leave_a_floor_for_haar():
+    """Keys = the value background: at large M the QKV energy sits near the tilt floor, far above 1/M."""
+    fam = make_family("haar", 8)
+    s = far_energy_samples(fam, 96, 2, 200, np.random.default_rng(4), weights="softmax", lam=3.0, key_align=1.0)
+    e = mean_ci(s["qkv"], 0.999)
+    floor = haar_tilt_floor(8, 3.0)
+    assert e.ci_low > floor > 3 / 96  # well above the incoherent 1/M
+    assert e.ci_low > mean_ci(s["plugin"]).ci_high
+
+
+def test_bad_inputs():
+    fam = make_family("haar", 4)
+    with pytest.raises(ValueError, match="weights"):
+        far_energy_samples(fam, 4, 2, 3, np.random.default_rng(0), weights="uniform")
+    with pytest.raises(ValueError, match="key_align"):
+        far_energy_samples(fam, 4, 2, 3, np.random.default_rng(0), weights="softmax", key_align=2.0)
+    with pytest.raises(ValueError, match="M"):
+        coherent_sum(0.5, 0)
+    with pytest.raises(ValueError, match="b"):
+        correlation_pairs(fam, np.zeros(4))
