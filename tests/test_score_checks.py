@@ -1,0 +1,116 @@
+"""The score-side checks (C1–C3) at small parameters: JSON contract, verdicts that can fail, CLI, figures."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from stylized.cli import main
+from stylized.registry import get_check
+from stylized.results import run_check
+
+CONTRACT = {"claim", "params", "holds", "rows", "seconds", "headline"}
+ROW_KEYS = {"estimate", "ci_low", "ci_high", "theory", "n_samples"}
+HEAD_KEYS = {"quantity", "estimate", "ci_low", "ci_high", "n_samples", "theory", "verdict"}
+
+SMALL = {
+    "mixing": {"family": "householder,so2-uniform,lazy-haar", "d": 16, "n": [0, 1, 5, 20], "trials": 400,
+               "L": [64, 2048], "window_steps": 16384, "n_op": [1, 5], "trials_op": 200, "d_op": 8},
+    "mixing-spectrum": {"d": 16, "L_eval": 4096, "L_train": 128, "chains": 8},
+    "haar-law": {"family": "householder", "d": 16, "n": 150, "trials": 2000},
+    "score-gap": {"d": [16, 64], "trials": 5000, "trials_near": 1000, "M": [64, 4096]},
+    "transfer": {"d": 16, "L": [64, 2048], "D": 8, "trials": 48},
+}
+CLAIMS = {"mixing": "C1", "mixing-spectrum": "C1", "haar-law": "C2", "score-gap": "C3", "transfer": "C3"}
+
+
+def _contract(r: dict) -> None:
+    assert CONTRACT <= set(r)
+    assert HEAD_KEYS <= set(r["headline"]) and isinstance(r["headline"]["verdict"], str)
+    assert r["rows"] and all(ROW_KEYS <= set(row) for row in r["rows"])
+    json.dumps(r)
+
+
+@pytest.mark.parametrize("name", list(SMALL))
+def test_check_runs_small_and_holds(name, tmp_results):
+    """Each claim holds at small parameters (fixed seed 0; each verdict is a joint-95% statement, so a
+    wrong implementation fails it, a correct one fails only with the stated small probability)."""
+    check = get_check(name)
+    assert check.claim == CLAIMS[name]
+    r = run_check(check, SMALL[name], seed=0, progress=False)
+    _contract(r)
+    assert r["holds"], r["headline"]["verdict"]
+    paths = check.plot(r, tmp_results / "figures")
+    assert all(p.exists() and p.stat().st_size > 10_000 for p in paths)
+
+
+def test_mixing_window_same_at_every_L_and_op_norm():
+    r = run_check(get_check("mixing"), SMALL["mixing"], seed=1, progress=False)
+    wins = r["windows"]
+    for fam in ("householder", "so2-uniform", "lazy-haar"):
+        ws = [w for w in wins if w["family"] == fam]
+        assert {w["L"] for w in ws} == {64, 2048}
+        n_star = ws[0]["exact_crossing"]
+        assert n_star <= ws[0]["W_bound"]  # the exact crossing never exceeds W(ε) = ⌈ln ε / ln(1 − γ)⌉
+        for w in ws:
+            assert w["window_low"] <= n_star <= w["window_high"]
+    assert all(row["within_ci"] and row["theory"] <= row["bound"] + 1e-12 for row in r["op_norm"])
+
+
+def test_haar_law_ks_distinguishes_mixed_from_unmixed():
+    """Past the window (n = 150 ≫ W(0.01) = 35 at d = 16) KS does not reject; below it (n = 3) it must.
+
+    Fixed seeds; thresholds 1e-3 vs 1e-8 leave a wide margin either side (at n = 3 the score is ≈ 0.67 on average,
+    a KS distance ~0.8 from the Haar law with 2,000 samples).
+    """
+    check = get_check("haar-law")
+    for fam in ("householder", "haar"):
+        mixed = run_check(check, {**SMALL["haar-law"], "family": fam}, seed=3, progress=False)
+        assert mixed["ks_pvalue"] > 1e-3 and mixed["holds"]
+    unmixed = run_check(check, {**SMALL["haar-law"], "n": 3}, seed=3, progress=False)
+    assert unmixed["ks_pvalue"] < 1e-8 and not unmixed["holds"]
+    assert "not mixed" in unmixed["headline"]["verdict"]
+
+
+def test_haar_law_so2_uses_uniform_phase_reference_and_lazy_mixture():
+    check = get_check("haar-law")
+    r = run_check(check, {"family": "so2-uniform", "d": 16, "n": 200, "trials": 2000}, seed=0, progress=False)
+    assert "uniform phases" in r["law"] and r["rows"][0]["law"] == "uniform-phase"
+    rope = run_check(check, {"family": "rope-random", "d": 16, "n": 200, "trials": 2000}, seed=0, progress=False)
+    assert not rope["holds"]  # random RoPE angles have planes that never mix: not the uniform-phase law
+    lazy = run_check(check, {"family": "lazy-haar", "d": 16, "n": 5, "p": 0.1, "trials": 4000}, seed=0, progress=False)
+    assert lazy["unmixed_probability"] == pytest.approx(0.9**5) and lazy["holds"]  # exact mixture law
+
+
+def test_transfer_reports_near_tests_and_far_mass():
+    r = run_check(get_check("transfer"), SMALL["transfer"], seed=0, progress=False)
+    t = r["tests"]
+    assert {"ks_near_target", "ks_near_entropy", "chi2_runner_up_perm", "welch_far_mass"} <= set(t)
+    fm = {row["L"]: row for row in r["rows"] if row["quantity"] == "far_mass"}
+    assert fm[2048]["ci_low"] > fm[64]["ci_high"]  # the far mass grows with L
+    assert all(row["estimate"] >= row["theory"] for row in fm.values())  # C4 lower bound, on the side
+
+
+@pytest.mark.parametrize("name", list(SMALL))
+def test_cli_json_contract(name, capsys, tmp_results):
+    args = ["check", name, "--json", "--no-progress"]
+    for k, v in SMALL[name].items():
+        args += ["--" + k.replace("_", "-"), ",".join(map(str, v)) if isinstance(v, list) else str(v)]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    _contract(out)
+    assert out["claim"] == name and out["paper_claim"] == CLAIMS[name]
+
+
+@pytest.mark.parametrize("args,word", [
+    (["check", "haar-law", "--t", "0.1,1.5"], "t must be"),
+    (["check", "transfer", "--target-n", "20", "--D", "8"], "target_n must lie"),
+    (["check", "mixing", "--d-op", "64"], "d_op must lie"),
+    (["check", "mixing", "--eps", "2"], "eps must lie"),
+    (["check", "score-gap", "--M", "0"], "M must be"),
+])
+def test_bad_parameters_exit_2(args, word, capsys):
+    assert main(args + ["--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert word in err and len(err.strip().splitlines()) == 1
