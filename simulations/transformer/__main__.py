@@ -1,0 +1,5 @@
+"""``python -m simulations.transformer {train,eval,compare} ...``."""
+
+from .cli import main
+
+raise SystemExit(main())

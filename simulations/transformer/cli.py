@@ -1,0 +1,138 @@
+"""Command line: ``stylized transformer {train,eval,compare}``.
+
+The main ``stylized`` CLI calls :func:`add_parser` with its sub-parsers and then
+``args.func(args)``; ``python -m simulations.transformer ...`` uses :func:`main`.
+Configuration errors (``ValueError``) exit with status 2 and one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+
+from .model import MAIN_VARIANTS, VARIANTS
+
+PRESET_NAMES = ("smoke", "cpu", "paper")
+
+
+def _guard(fn: Callable[[argparse.Namespace], int | None]) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        if getattr(args, "threads", None):
+            import torch
+
+            torch.set_num_threads(args.threads)
+        try:
+            return fn(args) or 0
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            raise SystemExit(2) from None
+
+    return run
+
+
+def _check(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ValueError(f"{name}={value!r} is not one of: {', '.join(allowed)}")
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from .train import train
+
+    _check("variant", args.variant, VARIANTS)
+    _check("preset", args.preset, PRESET_NAMES)
+    info = train(args.variant, args.preset, steps=args.steps, seed=args.seed, data=args.data,
+                 resume=args.resume, results_dir=args.results_dir)
+    h = info["history"]
+    print(f"trained {args.variant} ({args.preset}) to step {info['step']}; "
+          f"last loss {h[-1][1]:.4f}; checkpoint {info['checkpoint']}" if h else
+          f"nothing to do: checkpoint {info['checkpoint']} already at step {info['step']}")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from .evaluate import evaluate_checkpoint
+    from .train import checkpoint_path, make_configs
+
+    _check("variant", args.variant, VARIANTS)
+    _check("preset", args.preset, PRESET_NAMES)
+    _, _, ecfg = make_configs(args.variant, args.preset)
+    path = checkpoint_path(args.preset, args.variant, args.seed, args.results_dir)
+    if not path.exists():
+        raise ValueError(f"checkpoint={str(path)!r} does not exist; run 'train' first")
+    rows = evaluate_checkpoint(path, ecfg, seed=args.seed)
+    print(f"{'L':>7} {'mult':>5} {'ppl':>9} {'ratio':>7} {'95% CI':>17} {'loss_beyond':>12}")
+    for r in rows:
+        print(f"{r['L']:7d} {r['multiple']:5d} {r['ppl']:9.3f} {r['ratio']:7.3f} "
+              f"[{r['ci_low']:6.3f},{r['ci_high']:6.3f}] {r['loss_beyond']:12.4f}")
+    if args.json:
+        print(json.dumps(rows))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .evaluate import compare
+
+    _check("preset", args.preset, PRESET_NAMES)
+    variants = [v.strip() for v in args.variants.split(",")] if args.variants else None
+    for v in variants or []:
+        _check("variants", v, VARIANTS)
+    res = compare(args.preset, variants, seed=args.seed, steps=args.steps, data=args.data,
+                  results_dir=args.results_dir, figure=args.figure)
+    print(f"holds={res['holds']} ordering={res['ordering']}")
+    print(f"wrote {res['files']['csv']}, {res['files']['json']}, {res['files']['figure']} "
+          f"in {res['seconds']:.0f}s")
+    return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the ``transformer`` sub-command (with train / eval / compare)."""
+    p = subparsers.add_parser(
+        "transformer", help="length extrapolation of small GPTs with accumulated transports"
+    )
+    sub = p.add_subparsers(dest="transformer_cmd", metavar="{train,eval,compare}")
+    sub.required = True
+
+    def common(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--preset", default="smoke", help=f"one of {', '.join(PRESET_NAMES)}")
+        sp.add_argument("--seed", type=int, default=0)
+        sp.add_argument("--results-dir", default=None,
+                        help="default simulations/results/transformer")
+        sp.add_argument("--threads", type=int, default=None,
+                        help="torch CPU threads (1 avoids oversubscription on a busy machine)")
+
+    t = sub.add_parser("train", help="train one variant (checkpointed)")
+    t.add_argument("--variant", required=True, help=f"one of {', '.join(VARIANTS)}")
+    common(t)
+    t.add_argument("--resume", action="store_true", help="continue from the checkpoint")
+    t.add_argument("--steps", type=int, default=None)
+    t.add_argument("--data", default=None, help="builtin (default), owt, or a text file/folder")
+    t.set_defaults(func=_guard(cmd_train))
+
+    e = sub.add_parser("eval", help="perplexity at 1x..64x/128x the training length")
+    e.add_argument("--variant", required=True, help=f"one of {', '.join(VARIANTS)}")
+    common(e)
+    e.add_argument("--json", action="store_true", help="also print the rows as JSON")
+    e.set_defaults(func=_guard(cmd_eval))
+
+    c = sub.add_parser("compare", help="train missing variants, evaluate all, write csv/json/png")
+    common(c)
+    c.add_argument("--variants", default=None,
+                   help=f"comma-separated (default {','.join(MAIN_VARIANTS)})")
+    c.add_argument("--steps", type=int, default=None)
+    c.add_argument("--data", default=None)
+    c.add_argument("--figure", default=None, help="default figures/transformer_ppl_ratio.png")
+    c.set_defaults(func=_guard(cmd_compare))
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m simulations.transformer")
+    sub = parser.add_subparsers(dest="cmd")
+    add_parser(sub)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] != "transformer":
+        argv = ["transformer", *argv]
+    args = parser.parse_args(argv)
+    return args.func(args)

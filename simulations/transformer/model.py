@@ -1,0 +1,540 @@
+"""Small GPT with the paper's attention position mechanisms.
+
+Every variant is "transport the key to the query, then take a dot product":
+the score between query position i and key position j ≤ i is
+
+    s_ij = q_iᵀ P_{j→i} k_j / sqrt(d_h),
+
+where P_{j→i} is a product of per-token transport matrices M_t over the route
+t = j+1..i (P_{j→i} = M_i M_{i-1} ⋯ M_{j+1}).
+
+Variants (``GPTConfig.variant``)
+--------------------------------
+rope
+    M_t = R(ω), ω_b = base^{-2b/d_h}, b = 0..d_h/2-1 (base 10000).  The rotation
+    applied at position t is ψ_t = t·ω, so P_{j→i} = R(ψ_j - ψ_i) = R((j-i)ω).
+nope
+    No position signal (P = I), causal mask only.
+alibi
+    P = I plus the additive bias -m_h (i-j), slopes m_h = 2^{-8h/H} (Press et al.
+    rule for H not a power of two, see :func:`alibi_slopes`).
+random-qk / random-qkv
+    Per-token angles θ_{t,b} ~ U(-ω_b, ω_b), drawn fresh for every position, layer
+    and forward pass (training *and* evaluation), shared by the heads of a layer.
+    Accumulated angle Φ_t = Σ_{s≤t} θ_s (float64 cumsum, reduced mod 2π); Q and K
+    at t are rotated by ψ_t = Φ_t, so P_{j→i} = R(Φ_j - Φ_i) = R(-Σ_{s=j+1}^{i} θ_s).
+    ``-qkv`` also rotates values by Φ^v_j and inverse-rotates the output at the
+    query by -Φ^v_i: o_i = Σ_j α_ij R(Φ^v_j - Φ^v_i) v_j.  ``value_angles``:
+    ``"independent"`` (default, a second independent angle stream, as in the
+    author's reported runs) or ``"same"`` (Φ^v = Φ, the theory's transport).
+learned-qk / learned-qkv
+    Per-layer token tables E_ℓ[vocab, d_h/2], zero-initialised; per-token angle
+    θ_t = π·tanh(E_ℓ[x_t]) - ω, Φ_t = Σ_{s≤t} θ_s.  Sign convention: Q/K (and V)
+    at position t are rotated by ψ_t = -Φ_t, so at initialisation ψ_t = (t+1)ω,
+    which is RoPE up to a global offset that cancels in P_{j→i}: the model equals
+    ``rope`` exactly at init (tested).  ``-qkv`` transports values with the same
+    learned angle (Φ^v = Φ).  The tables get their own learning-rate multiplier
+    ``angle_lr_mult`` (default 0.1) and no weight decay.
+path
+    PaTH-style Householder transport M_t = H_t = I - β_t w_t w_tᵀ with
+    β_t = 2·sigmoid(linear(x_t)) ∈ (0, 2) and w_t = normalize(causal depthwise
+    conv_k(linear(x_t))), per head.  Pure-torch chunked implementation
+    (:func:`path_attention`, delta-rule / UT-transform form with a triangular
+    solve per chunk): O(L²(d + C)) time, O(L(d + C)) memory, checked against
+    explicit matrix products in the tests.
+random-qkv-alibi / learned-qkv-alibi
+    The accumulated rotation of the ``-qkv`` variant plus the ALiBi bias.
+
+Rotations use the half-split layout: for x = [x₁, x₂] (each d_h/2),
+R(ψ)x = [x₁ cos ψ - x₂ sin ψ, x₁ sin ψ + x₂ cos ψ].
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+#: variant -> (angle source, rotate values, alibi bias, path transport)
+VARIANT_SPECS: dict[str, tuple[str | None, bool, bool, bool]] = {
+    "rope": ("rope", False, False, False),
+    "nope": (None, False, False, False),
+    "alibi": (None, False, True, False),
+    "random-qk": ("random", False, False, False),
+    "random-qkv": ("random", True, False, False),
+    "learned-qk": ("learned", False, False, False),
+    "learned-qkv": ("learned", True, False, False),
+    "path": (None, False, False, True),
+    "random-qkv-alibi": ("random", True, True, False),
+    "learned-qkv-alibi": ("learned", True, True, False),
+}
+VARIANTS: tuple[str, ...] = tuple(VARIANT_SPECS)
+#: the eight variants compared by default
+MAIN_VARIANTS: tuple[str, ...] = (
+    "rope", "nope", "alibi", "random-qk", "random-qkv", "learned-qk", "learned-qkv", "path",
+)
+VALUE_ANGLES = ("independent", "same")
+TWO_PI = 2.0 * math.pi
+
+
+@dataclass
+class GPTConfig:
+    """Model hyper-parameters (nanoGPT style).
+
+    Parameters
+    ----------
+    vocab_size : int
+        Token vocabulary (256 for the byte-level corpora).
+    block_size : int
+        Training context length L_train (no absolute position table exists, so
+        the model runs at any length).
+    n_layer, n_head, n_embd : int
+        Depth, heads H, width; head dim d_h = n_embd / n_head.
+    dropout : float
+        Residual, attention and MLP dropout probability.
+    variant : str
+        One of :data:`VARIANTS`.
+    rope_base : float
+        Base of the RoPE frequencies ω_b = base^{-2b/d_h}.
+    value_angles : str
+        ``"independent"`` or ``"same"`` value stream for ``random-qkv``.
+    angle_lr_mult : float
+        Learning-rate multiplier for the learned angle tables E_ℓ.
+    path_conv : int
+        Kernel size of PaTH's causal depthwise convolution (3 or 4).
+    path_chunk : int
+        Query chunk size C of the chunked PaTH / ALiBi attention.
+    """
+
+    vocab_size: int = 256
+    block_size: int = 64
+    n_layer: int = 4
+    n_head: int = 4
+    n_embd: int = 128
+    dropout: float = 0.0
+    variant: str = "rope"
+    rope_base: float = 10000.0
+    value_angles: str = "independent"
+    angle_lr_mult: float = 0.1
+    path_conv: int = 3
+    path_chunk: int = 64
+    bias: bool = True
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        validate_config(self)
+
+    @property
+    def head_dim(self) -> int:
+        return self.n_embd // self.n_head
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def validate_config(cfg: GPTConfig) -> None:
+    """Raise ``ValueError`` naming the offending parameter and its allowed values."""
+    if cfg.variant not in VARIANT_SPECS:
+        raise ValueError(f"variant={cfg.variant!r} is not one of: {', '.join(VARIANTS)}")
+    for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd", "path_chunk"):
+        val = getattr(cfg, name)
+        if not isinstance(val, int) or val < 1:
+            raise ValueError(f"{name}={val!r} must be a positive integer")
+    if cfg.n_embd % cfg.n_head != 0:
+        raise ValueError(
+            f"n_embd={cfg.n_embd} must be divisible by n_head={cfg.n_head}"
+        )
+    if VARIANT_SPECS[cfg.variant][0] is not None and cfg.head_dim % 2 != 0:
+        raise ValueError(
+            f"head_dim=n_embd/n_head={cfg.head_dim} must be even for rotation variant "
+            f"{cfg.variant!r} (allowed: even values)"
+        )
+    if cfg.value_angles not in VALUE_ANGLES:
+        raise ValueError(
+            f"value_angles={cfg.value_angles!r} is not one of: {', '.join(VALUE_ANGLES)}"
+        )
+    if not 0.0 <= cfg.dropout < 1.0:
+        raise ValueError(f"dropout={cfg.dropout!r} must be in [0, 1)")
+    if cfg.path_conv not in (3, 4):
+        raise ValueError(f"path_conv={cfg.path_conv!r} is not one of: 3, 4")
+    if not cfg.angle_lr_mult >= 0.0:
+        raise ValueError(f"angle_lr_mult={cfg.angle_lr_mult!r} must be >= 0")
+    if not cfg.rope_base > 1.0:
+        raise ValueError(f"rope_base={cfg.rope_base!r} must be > 1")
+
+
+# ---------------------------------------------------------------------------
+# position helpers
+# ---------------------------------------------------------------------------
+
+
+def rope_frequencies(head_dim: int, base: float = 10000.0) -> torch.Tensor:
+    """RoPE frequencies ω_b = base^{-2b/d_h}, b = 0..d_h/2-1 (float64)."""
+    b = torch.arange(head_dim // 2, dtype=torch.float64)
+    return base ** (-2.0 * b / head_dim)
+
+
+def alibi_slopes(n_head: int) -> list[float]:
+    """ALiBi slopes m_h, h = 1..H (Press et al. 2022).
+
+    For H a power of two m_h = 2^{-8h/H}.  Otherwise take the slopes of the
+    closest lower power of two n = 2^⌊log₂ H⌋ and append every other slope of
+    the 2n sequence: ``get_slopes(2n)[0::2][:H-n]``.
+    """
+
+    def power_of_2(n: int) -> list[float]:
+        start = 2.0 ** (-(2.0 ** -(math.log2(n) - 3)))
+        return [start * start**i for i in range(n)]
+
+    if n_head < 1:
+        raise ValueError(f"n_head={n_head!r} must be a positive integer")
+    if math.log2(n_head).is_integer():
+        return power_of_2(n_head)
+    n = 2 ** math.floor(math.log2(n_head))
+    return power_of_2(n) + power_of_2(2 * n)[0::2][: n_head - n]
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Apply R(ψ) (half-split layout) to ``x`` [..., L, d_h] given cos/sin [..., L, d_h/2]."""
+    h = x.shape[-1] // 2
+    xf = x.float()  # rotate in float32 even under bf16 autocast
+    x1, x2 = xf[..., :h], xf[..., h:]
+    return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).to(x.dtype)
+
+
+def accumulate(theta: torch.Tensor) -> torch.Tensor:
+    """Φ_t = Σ_{s≤t} θ_s along dim 1, in float64, reduced mod 2π."""
+    return torch.remainder(torch.cumsum(theta.double(), dim=1), TWO_PI)
+
+
+def _cos_sin(psi: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos/sin of ψ [B or 1, L, d_h/2] shaped for [B, H, L, d_h/2] broadcasting."""
+    psi = psi.unsqueeze(1)
+    return torch.cos(psi).to(dtype), torch.sin(psi).to(dtype)
+
+
+# ---------------------------------------------------------------------------
+# PaTH reference
+# ---------------------------------------------------------------------------
+
+
+def path_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    beta: torch.Tensor,
+    w: torch.Tensor,
+    chunk: int = 64,
+    dropout_p: float = 0.0,
+) -> torch.Tensor:
+    """Causal attention with Householder transport, s_ij = q_iᵀ H_i ⋯ H_{j+1} k_j / √d.
+
+    Write the transported keys as a state S_i = Σ_{j≤i} P_{j→i} k_j e_jᵀ (d × i);
+    it obeys the delta-rule recurrence S_i = H_i S_{i-1} + k_i e_iᵀ.  With
+    u_t = w_tᵀ S_{t-1}, S_i = S_{a-1} + Σ k_j e_jᵀ - Σ_{t≤i} β_t w_t u_t, and the
+    rows u_t of a chunk [a, b) solve the unit lower-triangular system
+    (I + C) U = W_c S_{a-1}ᵀ ⊕ strictly-lower(W_c K_cᵀ), C_ts = β_s w_tᵀ w_s (s < t).
+    Chunk scores are then [Q_c K̃ᵀ | tril(Q_c K_cᵀ)] - tril(Q_c W_cᵀ) diag(β) U and
+    the transported keys after the chunk are [K̃; K_c] - Uᵀ diag(β) W_c.  Only
+    the chunk loop runs in Python; O(L²(d + C)) time, O(L·(d + C)) memory.
+
+    Parameters
+    ----------
+    q, k, v : Tensor [B, H, L, d]
+    beta : Tensor [B, H, L], β_t ∈ (0, 2)
+    w : Tensor [B, H, L, d], unit vectors w_t
+    chunk : int
+        Query chunk size C.
+    dropout_p : float
+        Attention dropout (training only).
+
+    Returns
+    -------
+    Tensor [B, H, L, d]
+    """
+    dtype = v.dtype
+    q, k, v, beta, w = (t.float() for t in (q, k, v, beta, w))
+    B, H, L, d = q.shape
+    scale = 1.0 / math.sqrt(d)
+    dev = q.device
+    k_prev = k.new_zeros(B, H, 0, d)  # K̃: keys transported to position a-1
+    outs = []
+    for a in range(0, L, chunk):
+        b = min(a + chunk, L)
+        n = b - a
+        qc, kc, wc, bc = q[:, :, a:b], k[:, :, a:b], w[:, :, a:b], beta[:, :, a:b]
+        keys = torch.cat((k_prev, kc), dim=2)  # [B,H,b,d]
+        ones = torch.ones(n, n, dtype=torch.bool, device=dev)
+        strict, incl = ones.tril(-1), ones.tril()
+        old = torch.ones(n, a, dtype=torch.bool, device=dev)
+        rhs = (wc @ keys.transpose(-1, -2)) * torch.cat((old, strict), dim=1)
+        coup = (wc @ wc.transpose(-1, -2)) * bc.unsqueeze(-2) * strict
+        eye = torch.eye(n, device=dev)
+        U = torch.linalg.solve_triangular(eye + coup, rhs, upper=False, unitriangular=True)
+        G = (qc @ wc.transpose(-1, -2)) * bc.unsqueeze(-2) * incl  # [B,H,n,n]
+        causal = torch.cat((old, incl), dim=1)
+        s = (qc @ keys.transpose(-1, -2)) * causal - G @ U
+        s = (s * scale).masked_fill(~causal, float("-inf"))
+        p = torch.softmax(s, dim=-1)
+        if dropout_p > 0.0:
+            p = F.dropout(p, dropout_p)
+        outs.append(p @ v[:, :, :b])
+        k_prev = keys - U.transpose(-1, -2) @ (bc.unsqueeze(-1) * wc)
+    return torch.cat(outs, dim=2).to(dtype)
+
+
+def alibi_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    slopes: torch.Tensor,
+    chunk: int = 1024,
+    dropout_p: float = 0.0,
+) -> torch.Tensor:
+    """Causal SDPA with ALiBi bias -m_h (i-j), chunked over queries to bound memory."""
+    L = q.shape[2]
+    outs = []
+    for a in range(0, L, chunk):
+        b = min(a + chunk, L)
+        i = torch.arange(a, b, device=q.device).view(-1, 1)
+        j = torch.arange(0, b, device=q.device).view(1, -1)
+        dist = (i - j).to(q.dtype)
+        bias = -slopes.view(-1, 1, 1).to(q.dtype) * dist  # [H, n, b]
+        bias = bias.masked_fill(j > i, float("-inf"))
+        outs.append(
+            F.scaled_dot_product_attention(
+                q[:, :, a:b], k[:, :, :b], v[:, :, :b], attn_mask=bias, dropout_p=dropout_p
+            )
+        )
+    return torch.cat(outs, dim=2)
+
+
+# ---------------------------------------------------------------------------
+# modules
+# ---------------------------------------------------------------------------
+
+
+class CausalSelfAttention(nn.Module):
+    """Multi-head causal attention with the transport of ``config.variant``."""
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.n_head = config.n_head
+        self.head_dim = config.head_dim
+        self.angle_source, self.rotate_v, self.use_alibi, self.use_path = VARIANT_SPECS[
+            config.variant
+        ]
+        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=config.bias)
+        self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
+        self.resid_dropout = nn.Dropout(config.dropout)
+        self.dropout = config.dropout
+        if self.angle_source is not None:
+            self.register_buffer(
+                "omega", rope_frequencies(self.head_dim, config.rope_base), persistent=False
+            )
+        if self.angle_source == "learned":
+            # E_ℓ[vocab, d_h/2], zero-initialised -> model == RoPE at init
+            self.angle_table = nn.Parameter(torch.zeros(config.vocab_size, self.head_dim // 2))
+        if self.use_alibi:
+            self.register_buffer(
+                "slopes",
+                torch.tensor(alibi_slopes(config.n_head), dtype=torch.float32),
+                persistent=False,
+            )
+        if self.use_path:
+            self.path_w = nn.Linear(config.n_embd, config.n_embd, bias=False)
+            self.path_conv = nn.Conv1d(
+                config.n_embd, config.n_embd, config.path_conv,
+                groups=config.n_embd, padding=config.path_conv - 1, bias=False,
+            )
+            self.path_beta = nn.Linear(config.n_embd, config.n_head, bias=True)
+
+    # -- transports ---------------------------------------------------------
+    def angles(
+        self,
+        idx: torch.Tensor | None,
+        B: int,
+        L: int,
+        device: torch.device,
+        generator: torch.Generator | None = None,
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """Rotation angles ψ (queries/keys) and ψ^v (values), each [B or 1, L, d_h/2] float64.
+
+        ``rope``: ψ_t = tω.  ``random-*``: ψ = Φ = cumsum θ, θ ~ U(-ω, ω) (fresh
+        draw; ``generator`` makes it reproducible).  ``learned-*``: ψ = -Φ with
+        θ_t = π tanh(E[x_t]) - ω.
+        """
+        src = self.angle_source
+        if src is None:
+            return None, None
+        omega = self.omega.to(device)
+        if src == "rope":
+            t = torch.arange(L, dtype=torch.float64, device=device).unsqueeze(-1)
+            psi = torch.remainder(t * omega, TWO_PI).unsqueeze(0)
+            return psi, None
+        if src == "random":
+            shape = (B, L, omega.shape[0])
+
+            def draw() -> torch.Tensor:
+                u = torch.rand(shape, dtype=torch.float64, generator=generator,
+                               device="cpu" if generator is not None else device)
+                return accumulate((2.0 * u.to(device) - 1.0) * omega)
+
+            psi = draw()
+            psi_v = None
+            if self.rotate_v:
+                psi_v = psi if self.config.value_angles == "same" else draw()
+            return psi, psi_v
+        # learned
+        if idx is None:
+            raise ValueError("idx is required for learned-angle variants")
+        theta = math.pi * torch.tanh(self.angle_table[idx].double()) - omega
+        psi = -accumulate(theta)
+        return psi, (psi if self.rotate_v else None)
+
+    def householder(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """PaTH parameters β [B, H, L] ∈ (0, 2) and unit w [B, H, L, d_h]."""
+        B, L, C = x.shape
+        beta = 2.0 * torch.sigmoid(self.path_beta(x)).transpose(1, 2)
+        u = self.path_w(x).transpose(1, 2)  # [B, C, L]
+        u = self.path_conv(u)[..., :L].transpose(1, 2)  # causal: keep first L
+        w = u.view(B, L, self.n_head, self.head_dim).transpose(1, 2)
+        return beta, F.normalize(w.float(), dim=-1).to(x.dtype)
+
+    def qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        B, L, C = x.shape
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        shape = (B, L, self.n_head, self.head_dim)
+        return (t.view(shape).transpose(1, 2) for t in (q, k, v))  # type: ignore[return-value]
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        idx: torch.Tensor | None = None,
+        generator: torch.Generator | None = None,
+        psi: torch.Tensor | None = None,
+        psi_v: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Attention output [B, L, C]; ``psi``/``psi_v`` override the drawn angles."""
+        B, L, C = x.shape
+        q, k, v = self.qkv(x)
+        dp = self.dropout if self.training else 0.0
+        if self.angle_source is not None:
+            if psi is None:
+                psi, psi_v = self.angles(idx, B, L, x.device, generator)
+            cos, sin = _cos_sin(psi, torch.float32)
+            q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+            if self.rotate_v:
+                cos_v, sin_v = _cos_sin(psi_v, torch.float32)
+                v = rotate(v, cos_v, sin_v)
+        if self.use_path:
+            beta, w = self.householder(x)
+            y = path_attention(q, k, v, beta, w, chunk=self.config.path_chunk, dropout_p=dp)
+        elif self.use_alibi:
+            y = alibi_attention(q, k, v, self.slopes, dropout_p=dp)
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=dp, is_causal=True)
+        if self.rotate_v:
+            y = rotate(y, cos_v, -sin_v)  # R(-ψ^v_i) at the query
+        y = y.transpose(1, 2).contiguous().view(B, L, C)
+        return self.resid_dropout(self.c_proj(y))
+
+
+class MLP(nn.Module):
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)
+        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dropout(self.c_proj(F.gelu(self.c_fc(x))))
+
+
+class Block(nn.Module):
+    """Pre-LayerNorm transformer block."""
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(config.n_embd)
+        self.attn = CausalSelfAttention(config)
+        self.ln_2 = nn.LayerNorm(config.n_embd)
+        self.mlp = MLP(config)
+
+    def forward(self, x: torch.Tensor, idx: torch.Tensor, generator=None) -> torch.Tensor:
+        x = x + self.attn(self.ln_1(x), idx, generator)
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    """Decoder-only transformer, tied embeddings, no absolute position embedding."""
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.wte = nn.Embedding(config.vocab_size, config.n_embd)
+        self.drop = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layer))
+        self.ln_f = nn.LayerNorm(config.n_embd)
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+        self.lm_head.weight = self.wte.weight  # tied
+        self.apply(self._init_weights)
+        for name, p in self.named_parameters():
+            if name.endswith("c_proj.weight"):
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def forward(
+        self,
+        idx: torch.Tensor,
+        targets: torch.Tensor | None = None,
+        generator: torch.Generator | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Logits [B, L, V] and (if ``targets``) the mean cross-entropy."""
+        x = self.drop(self.wte(idx))
+        for block in self.blocks:
+            x = block(x, idx, generator)
+        logits = self.lm_head(self.ln_f(x))
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), targets.reshape(-1))
+        return logits, loss
+
+    def param_groups(self, weight_decay: float, lr: float) -> list[dict]:
+        """AdamW groups: decayed matrices, non-decayed vectors, angle tables at lr·angle_lr_mult."""
+        decay, no_decay, angle = [], [], []
+        for name, p in self.named_parameters():
+            if not p.requires_grad:
+                continue
+            if name.endswith("angle_table"):
+                angle.append(p)
+            elif p.dim() >= 2:
+                decay.append(p)
+            else:
+                no_decay.append(p)
+        groups = [
+            {"params": decay, "weight_decay": weight_decay, "lr_mult": 1.0},
+            {"params": no_decay, "weight_decay": 0.0, "lr_mult": 1.0},
+        ]
+        if angle:
+            groups.append(
+                {"params": angle, "weight_decay": 0.0, "lr_mult": self.config.angle_lr_mult}
+            )
+        for g in groups:
+            g["lr"] = lr * g["lr_mult"]
+        return groups

@@ -1,0 +1,297 @@
+"""Training loop: AdamW, warm-up + cosine decay, atomic checkpoints, exact resume.
+
+Batches are a pure function of (seed, step) — the "data position" is the step
+counter — so a resumed run sees the same batches as an uninterrupted one.  The
+checkpoint also holds the optimizer state and the torch / numpy / python RNG
+states (dropout and the random-angle draws use the global torch RNG).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .data import DEFAULT_MAX_BYTES, Corpus, load_corpus
+from .model import GPT, VARIANTS, GPTConfig
+
+RESULTS_DIR = Path(__file__).resolve().parents[1] / "results" / "transformer"
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation settings (author's setup: AdamW wd 0.1, clip 1.0, warm-up + cosine)."""
+
+    steps: int = 1000
+    batch_size: int = 16
+    lr: float = 2e-3
+    min_lr_frac: float = 0.1
+    warmup: int = 50
+    weight_decay: float = 0.1
+    grad_clip: float = 1.0
+    betas: tuple[float, float] = (0.9, 0.95)
+    ckpt_every: int = 200
+    seed: int = 0
+    data: str | None = None
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+
+@dataclass
+class EvalConfig:
+    """Length-extrapolation evaluation settings."""
+
+    multiples: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 16, 32, 64])
+    n_windows: int = 32
+    batch_tokens: int = 32768
+    n_samples: int = 1
+    n_boot: int = 2000
+
+
+#: preset -> (model kwargs, train kwargs, eval kwargs)
+PRESETS: dict[str, dict[str, dict]] = {
+    "smoke": {
+        "model": dict(n_layer=1, n_embd=32, n_head=2, block_size=16, dropout=0.1, path_chunk=8),
+        "train": dict(steps=20, batch_size=4, lr=3e-3, warmup=2, ckpt_every=10,
+                      max_bytes=200_000),
+        "eval": dict(multiples=[1, 2, 4], n_windows=4, batch_tokens=4096, n_boot=200),
+    },
+    "cpu": {
+        # dropout 0: the run sees < 1 epoch of the corpus.  Measured on 2 shared cores with
+        # --threads 1: ~90-110 s training per variant (path ~160 s), eval 1x..64x 25 s
+        # (alibi ~100 s, path ~115 s); all 8 variants 1205 s.  Use --threads 1 on a busy
+        # machine: 2 OpenMP threads competing with other processes ran up to 7x slower.
+        "model": dict(n_layer=4, n_embd=128, n_head=4, block_size=64, dropout=0.0,
+                      path_chunk=64),
+        "train": dict(steps=1000, batch_size=16, lr=2e-3, warmup=100, ckpt_every=250),
+        "eval": dict(multiples=[1, 2, 4, 8, 16, 32, 64], n_windows=32, batch_tokens=32768),
+    },
+    "paper": {
+        "model": dict(n_layer=16, n_embd=768, n_head=8, block_size=512, dropout=0.1,
+                      vocab_size=50304, path_chunk=64),
+        "train": dict(steps=200_000, batch_size=32, lr=6e-4, warmup=2000, ckpt_every=1000,
+                      data="owt"),
+        "eval": dict(multiples=[1, 2, 4, 8, 16, 32, 64, 128], n_windows=64, batch_tokens=131072),
+    },
+}
+
+
+def get_preset(preset: str) -> dict[str, dict]:
+    if preset not in PRESETS:
+        raise ValueError(f"preset={preset!r} is not one of: {', '.join(PRESETS)}")
+    return copy.deepcopy(PRESETS[preset])
+
+
+def make_configs(
+    variant: str, preset: str, **overrides
+) -> tuple[GPTConfig, TrainConfig, EvalConfig]:
+    """Configs of a preset; ``overrides`` may set any TrainConfig / GPTConfig field."""
+    if variant not in VARIANTS:
+        raise ValueError(f"variant={variant!r} is not one of: {', '.join(VARIANTS)}")
+    p = get_preset(preset)
+    tkeys = set(TrainConfig.__dataclass_fields__)
+    mkeys = set(GPTConfig.__dataclass_fields__)
+    for k, v in overrides.items():
+        if v is None:
+            continue
+        if k in tkeys:
+            p["train"][k] = v
+        elif k in mkeys:
+            p["model"][k] = v
+        else:
+            raise ValueError(f"{k}= is not a config field")
+    tcfg = TrainConfig(**p["train"])
+    if tcfg.steps < 1:
+        raise ValueError(f"steps={tcfg.steps!r} must be a positive integer")
+    return GPTConfig(variant=variant, **p["model"]), tcfg, EvalConfig(**p["eval"])
+
+
+def checkpoint_path(preset: str, variant: str, seed: int = 0,
+                    results_dir: str | os.PathLike | None = None) -> Path:
+    root = Path(results_dir) if results_dir else RESULTS_DIR
+    name = variant if seed == 0 else f"{variant}-s{seed}"
+    return root / "checkpoints" / preset / f"{name}.pt"
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    """Linear warm-up to ``lr`` then cosine decay to ``min_lr_frac·lr`` (step is 0-based)."""
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    frac = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+    coeff = 0.5 * (1.0 + math.cos(math.pi * min(1.0, frac)))
+    return cfg.lr * (cfg.min_lr_frac + (1.0 - cfg.min_lr_frac) * coeff)
+
+
+def get_batch(tokens: np.ndarray, step: int, batch_size: int, block: int, seed: int,
+              device: str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+    """Batch number ``step``: a deterministic function of (seed, step)."""
+    g = torch.Generator().manual_seed(seed * 1_000_003 + step)
+    ix = torch.randint(0, len(tokens) - block - 1, (batch_size,), generator=g).numpy()
+    x = np.stack([tokens[i: i + block] for i in ix]).astype(np.int64)
+    y = np.stack([tokens[i + 1: i + 1 + block] for i in ix]).astype(np.int64)
+    return torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
+
+
+def default_device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def save_checkpoint(path: Path, state: dict) -> None:
+    """Atomic save: write ``path.tmp`` then ``os.replace``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
+def load_model(path: str | os.PathLike, device: str | None = None) -> tuple[GPT, dict]:
+    """Model (eval mode) and the raw checkpoint dict."""
+    device = device or default_device()
+    ck = torch.load(path, map_location=device, weights_only=False)
+    model = GPT(GPTConfig(**ck["model_config"])).to(device)
+    model.load_state_dict(ck["model"])
+    model.eval()
+    return model, ck
+
+
+def train(
+    variant: str,
+    preset: str = "smoke",
+    *,
+    steps: int | None = None,
+    seed: int = 0,
+    data: str | None = None,
+    resume: bool = False,
+    ckpt: str | os.PathLike | None = None,
+    results_dir: str | os.PathLike | None = None,
+    stop_at: int | None = None,
+    corpus: Corpus | None = None,
+    progress: bool = True,
+    device: str | None = None,
+    **overrides,
+) -> dict:
+    """Train ``variant`` under ``preset``; returns a summary with the loss history.
+
+    Parameters
+    ----------
+    steps, seed, data :
+        Override the preset's number of steps, seed, and corpus (``--data``).
+    resume : bool
+        Continue from the checkpoint if one exists (exactly: same batches, RNG,
+        optimizer state).
+    ckpt : path, optional
+        Checkpoint file (default ``results/transformer/checkpoints/<preset>/<variant>.pt``).
+    stop_at : int, optional
+        Stop (after checkpointing) once this many steps are done — simulates an
+        interruption in tests.
+    corpus : Corpus, optional
+        Pre-loaded corpus (skips loading).
+    """
+    mcfg, tcfg, _ = make_configs(variant, preset, steps=steps, seed=seed, data=data, **overrides)
+    device = device or default_device()
+    path = Path(ckpt) if ckpt else checkpoint_path(preset, variant, seed, results_dir)
+    corpus = corpus or load_corpus(tcfg.data, tcfg.max_bytes)
+    if corpus.vocab_size > mcfg.vocab_size:
+        mcfg = GPTConfig(**{**mcfg.to_dict(), "vocab_size": corpus.vocab_size})
+
+    torch.manual_seed(tcfg.seed)
+    np.random.seed(tcfg.seed)
+    random.seed(tcfg.seed)
+    model = GPT(mcfg).to(device)
+    opt = torch.optim.AdamW(
+        model.param_groups(tcfg.weight_decay, tcfg.lr), lr=tcfg.lr, betas=tcfg.betas,
+        fused=device == "cuda" or None,
+    )
+    step = 0
+    history: list[tuple[int, float]] = []
+    if resume and path.exists():
+        ck = torch.load(path, map_location=device, weights_only=False)
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["optimizer"])
+        step = ck["step"]
+        if step > tcfg.steps:
+            raise ValueError(
+                f"steps={tcfg.steps} is below the checkpoint's step {step} ({path}); "
+                "pass a larger --steps or delete the checkpoint"
+            )
+        history = list(ck.get("history", []))
+        torch.set_rng_state(ck["rng"]["torch"])
+        if device == "cuda" and ck["rng"].get("cuda") is not None:
+            torch.cuda.set_rng_state_all(ck["rng"]["cuda"])
+        np.random.set_state(ck["rng"]["numpy"])
+        random.setstate(ck["rng"]["python"])
+
+    def state() -> dict:
+        return {
+            "model": model.state_dict(),
+            "optimizer": opt.state_dict(),
+            "step": step,
+            "model_config": mcfg.to_dict(),
+            "train_config": asdict(tcfg),
+            "variant": variant,
+            "preset": preset,
+            "corpus": corpus.description,
+            "history": history,
+            "rng": {
+                "torch": torch.get_rng_state(),
+                "cuda": torch.cuda.get_rng_state_all() if device == "cuda" else None,
+                "numpy": np.random.get_state(),
+                "python": random.getstate(),
+            },
+        }
+
+    use_amp = device == "cuda"
+    tokens_per_step = tcfg.batch_size * mcfg.block_size
+    bar = None
+    if progress:
+        try:
+            from tqdm import tqdm
+
+            bar = tqdm(total=tcfg.steps, initial=step, desc=f"{preset}/{variant}",
+                       mininterval=2.0, dynamic_ncols=True)
+        except ImportError:
+            bar = None
+    model.train()
+    t0 = time.time()
+    start_step = step
+    while step < tcfg.steps:
+        lr = lr_at(step, tcfg)
+        for g in opt.param_groups:
+            g["lr"] = lr * g.get("lr_mult", 1.0)
+        x, y = get_batch(corpus.train, step, tcfg.batch_size, mcfg.block_size, tcfg.seed, device)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=use_amp):
+            _, loss = model(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if tcfg.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), tcfg.grad_clip)
+        opt.step()
+        step += 1
+        history.append((step, float(loss.item())))
+        if bar is not None:
+            tps = (step - start_step) * tokens_per_step / max(1e-9, time.time() - t0)
+            bar.update(1)
+            bar.set_postfix(loss=f"{history[-1][1]:.3f}", tok_s=f"{tps:,.0f}", refresh=False)
+        if step % tcfg.ckpt_every == 0 or step == tcfg.steps or step == stop_at:
+            save_checkpoint(path, state())
+        if stop_at is not None and step >= stop_at:
+            break
+    if bar is not None:
+        bar.close()
+    return {
+        "variant": variant,
+        "preset": preset,
+        "step": step,
+        "history": history,
+        "checkpoint": str(path),
+        "seconds": time.time() - t0,
+        "tokens": step * tokens_per_step,
+        "corpus": corpus.description,
+        "n_params": model.num_params(),
+    }

@@ -1,0 +1,219 @@
+"""Attention variants against naive per-pair transport references, causality, init, slopes."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from simulations.transformer.model import (  # noqa: E402
+    GPT,
+    VARIANT_SPECS,
+    VARIANTS,
+    CausalSelfAttention,
+    GPTConfig,
+    alibi_slopes,
+    path_attention,
+    rope_frequencies,
+)
+
+torch.set_num_threads(1)
+
+
+def rot_matrix(psi: torch.Tensor) -> torch.Tensor:
+    """Explicit d×d rotation R(ψ) in the half-split layout, ψ: [d/2]."""
+    h = psi.shape[0]
+    R = torch.zeros(2 * h, 2 * h, dtype=torch.float64)
+    c, s = torch.cos(psi), torch.sin(psi)
+    for b in range(h):
+        R[b, b], R[b, b + h] = c[b], -s[b]
+        R[b + h, b], R[b + h, b + h] = s[b], c[b]
+    return R
+
+
+def naive_attention(attn: CausalSelfAttention, x, psi=None, psi_v=None) -> torch.Tensor:
+    """o_i = Σ_j α_ij V_{j→i} v_j, α = softmax_j(q_iᵀ P_{j→i} k_j/√d - m_h(i-j)), explicit matrices."""
+    B, L, C = x.shape
+    H, d = attn.n_head, attn.head_dim
+    q, k, v = (t.double() for t in attn.qkv(x))
+    src, rot_v, use_alibi, use_path = VARIANT_SPECS[attn.config.variant]
+    if use_path:
+        beta, w = (t.double() for t in attn.householder(x))
+    slopes = alibi_slopes(H)
+    out = torch.zeros(B, H, L, d, dtype=torch.float64)
+    eye = torch.eye(d, dtype=torch.float64)
+    for b_ in range(B):
+        for h in range(H):
+            for i in range(L):
+                scores, vals = [], []
+                for j in range(i + 1):
+                    P, V = eye, eye
+                    if src is not None:
+                        pi = psi[0 if psi.shape[0] == 1 else b_]
+                        P = rot_matrix(pi[j] - pi[i])  # R(ψ_i)ᵀ R(ψ_j)
+                        if rot_v:
+                            V = rot_matrix(psi_v[b_, j] - psi_v[b_, i])
+                    if use_path:  # P_{j→i} = H_i H_{i-1} ⋯ H_{j+1}
+                        for t in range(j + 1, i + 1):
+                            wt = w[b_, h, t]
+                            P = (eye - beta[b_, h, t] * torch.outer(wt, wt)) @ P
+                    s = q[b_, h, i] @ P @ k[b_, h, j] / math.sqrt(d)
+                    if use_alibi:
+                        s = s - slopes[h] * (i - j)
+                    scores.append(s)
+                    vals.append(V @ v[b_, h, j])
+                a = torch.softmax(torch.stack(scores), dim=0)
+                out[b_, h, i] = (a[:, None] * torch.stack(vals)).sum(0)
+    y = out.transpose(1, 2).reshape(B, L, C).float()
+    return attn.c_proj(y)
+
+
+def tiny(variant: str, **kw) -> GPTConfig:
+    base = dict(vocab_size=11, block_size=8, n_layer=2, n_head=2, n_embd=8, dropout=0.0,
+                variant=variant, path_chunk=4)
+    base.update(kw)
+    return GPTConfig(**base)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_attention_matches_naive_reference(variant: str) -> None:
+    torch.manual_seed(0)
+    cfg = tiny(variant, rope_base=3.0)
+    attn = CausalSelfAttention(cfg).eval()
+    for p in attn.parameters():  # nonzero tables / larger weights for a sharper test
+        torch.nn.init.normal_(p, std=0.5)
+    B, L = 2, 11  # L not a multiple of path_chunk=4: exercises the cross-chunk path
+    x = torch.randn(B, L, cfg.n_embd)
+    idx = torch.randint(0, cfg.vocab_size, (B, L))
+    gen = torch.Generator().manual_seed(1)
+    psi, psi_v = attn.angles(idx, B, L, x.device, gen)
+    with torch.no_grad():
+        got = attn(x, idx, psi=psi, psi_v=psi_v)
+        ref = naive_attention(attn, x, psi, psi_v)
+    torch.testing.assert_close(got, ref, atol=2e-5, rtol=1e-4)
+
+
+def test_path_attention_long_chunks_match_single_chunk() -> None:
+    torch.manual_seed(0)
+    B, H, L, d = 1, 2, 37, 4
+    q, k, v = torch.randn(3, B, H, L, d).unbind(0)
+    beta = 2 * torch.rand(B, H, L)
+    w = torch.nn.functional.normalize(torch.randn(B, H, L, d), dim=-1)
+    full = path_attention(q, k, v, beta, w, chunk=64)
+    for c in (1, 5, 16):
+        torch.testing.assert_close(path_attention(q, k, v, beta, w, chunk=c), full,
+                                   atol=1e-5, rtol=1e-4)
+
+
+def test_random_angles_distribution_and_streams() -> None:
+    cfg = tiny("random-qkv", n_head=1, n_embd=8, rope_base=10000.0)
+    attn = CausalSelfAttention(cfg)
+    L = 200
+    g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    psi, psi_v = attn.angles(None, 2, L, torch.device("cpu"), g1)
+    psi2, _ = attn.angles(None, 2, L, torch.device("cpu"), g2)
+    assert torch.equal(psi, psi2)  # generator -> reproducible
+    assert not torch.allclose(psi, psi_v)  # independent value stream (default)
+    omega = rope_frequencies(cfg.head_dim)
+    inc = torch.remainder(psi.diff(dim=1) + math.pi, 2 * math.pi) - math.pi  # θ_t, t ≥ 1
+    assert (inc.abs() <= omega + 1e-9).all()
+    assert (inc.abs().amax(dim=(0, 1)) > 0.8 * omega).all()  # fills U(-ω, ω)
+    same = CausalSelfAttention(tiny("random-qkv", value_angles="same"))
+    p, pv = same.angles(None, 1, 5, torch.device("cpu"), g1)
+    assert pv is p
+    a, _ = attn.angles(None, 1, 5, torch.device("cpu"), None)
+    b, _ = attn.angles(None, 1, 5, torch.device("cpu"), None)
+    assert not torch.equal(a, b)  # fresh draw per forward pass
+
+
+def test_learned_angle_formula() -> None:
+    cfg = tiny("learned-qk")
+    attn = CausalSelfAttention(cfg)
+    torch.nn.init.normal_(attn.angle_table, std=1.0)
+    idx = torch.randint(0, cfg.vocab_size, (2, 9))
+    psi, _ = attn.angles(idx, 2, 9, torch.device("cpu"))
+    theta = math.pi * torch.tanh(attn.angle_table[idx].double()) - rope_frequencies(
+        cfg.head_dim)
+    expect = -torch.cumsum(theta, dim=1)  # ψ_t = -Φ_t
+    torch.testing.assert_close(torch.cos(psi), torch.cos(expect))
+    torch.testing.assert_close(torch.sin(psi), torch.sin(expect))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_causality(variant: str) -> None:
+    torch.manual_seed(0)
+    model = GPT(tiny(variant)).eval()
+    for name, p in model.named_parameters():
+        if "angle_table" in name:
+            torch.nn.init.normal_(p, std=1.0)
+    L, cut = 12, 7
+    idx = torch.randint(0, 11, (2, L))
+    idx2 = idx.clone()
+    idx2[:, cut:] = (idx2[:, cut:] + 1 + torch.randint(0, 9, (2, L - cut))) % 11
+    with torch.no_grad():
+        a, _ = model(idx, generator=torch.Generator().manual_seed(5))
+        b, _ = model(idx2, generator=torch.Generator().manual_seed(5))
+    torch.testing.assert_close(a[:, :cut], b[:, :cut], atol=1e-6, rtol=0)
+    assert not torch.allclose(a[:, cut:], b[:, cut:])
+
+
+def test_learned_qk_equals_rope_at_init() -> None:
+    torch.manual_seed(0)
+    model = GPT(tiny("learned-qk")).eval()
+    idx = torch.randint(0, 11, (2, 40))  # beyond block_size too
+    rope = GPT(tiny("rope")).eval()
+    missing, unexpected = rope.load_state_dict(model.state_dict(), strict=False)
+    assert not missing and all("angle_table" in k for k in unexpected)
+    with torch.no_grad():
+        got, _ = model(idx)
+        want, _ = rope(idx)
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("variant", ["learned-qkv", "learned-qkv-alibi"])
+def test_learned_qkv_equals_rope_transport_at_init(variant: str) -> None:
+    """At init the learned angle is RoPE's ψ_t = tω (up to a shift) on Q, K and V."""
+    torch.manual_seed(0)
+    model = GPT(tiny(variant)).eval()
+    idx = torch.randint(0, 11, (2, 40))
+    with torch.no_grad():
+        got, _ = model(idx)
+        omega = rope_frequencies(model.config.head_dim)
+        psi = (torch.arange(40, dtype=torch.float64)[:, None] * omega)[None]
+        for blk in model.blocks:
+            blk.attn.angles = lambda *a, **k: (psi, psi)
+        want, _ = model(idx)
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
+def test_alibi_slopes() -> None:
+    assert alibi_slopes(8) == pytest.approx([2.0 ** -k for k in range(1, 9)])
+    s12 = alibi_slopes(12)
+    expect = [2.0 ** -k for k in range(1, 9)] + [2.0 ** -0.5, 2.0 ** -1.5, 2.0 ** -2.5,
+                                                   2.0 ** -3.5]
+    assert s12 == pytest.approx(expect)
+    assert alibi_slopes(4) == pytest.approx([2.0 ** -2, 2.0 ** -4, 2.0 ** -6, 2.0 ** -8])
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(variant="sinusoidal"), "variant"),
+        (dict(variant="rope", n_embd=12, n_head=4), "head_dim"),
+        (dict(variant="random-qk", n_embd=10, n_head=2), "head_dim"),
+        (dict(variant="rope", n_embd=10, n_head=4), "n_embd"),
+        (dict(variant="random-qkv", value_angles="other"), "value_angles"),
+        (dict(variant="path", path_conv=7), "path_conv"),
+        (dict(variant="rope", dropout=1.5), "dropout"),
+    ],
+)
+def test_bad_config(kwargs: dict, name: str) -> None:
+    with pytest.raises(ValueError, match=name):
+        GPTConfig(**kwargs)
+
+
+def test_odd_head_dim_ok_without_rotation() -> None:
+    GPTConfig(variant="nope", n_embd=12, n_head=4)
+    GPTConfig(variant="alibi", n_embd=12, n_head=4)
