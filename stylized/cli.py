@@ -160,9 +160,7 @@ def _cmd_figures(args) -> int:
     names = list(checks) + ["transformer"] if args.all or not args.names else args.names
     for name in names:
         if name == "transformer":
-            from simulations.transformer_figures import plot_transformer_results
-
-            for p in plot_transformer_results(results_dir(), figures_dir()):
+            for p in _transformer_figures():
                 print(f"wrote {p}", file=sys.stderr)
             continue
         if name not in checks:
@@ -176,6 +174,21 @@ def _cmd_figures(args) -> int:
         for p in check.plot(r, figures_dir()):
             print(f"wrote {p}", file=sys.stderr)
     return 0
+
+
+def _transformer_figures() -> list:
+    """C6 figures from saved transformer results (no training): ratio vs length per preset."""
+    found = sorted((results_dir() / "transformer").glob("*_compare.json"))
+    if not found:
+        print("transformer: no results yet (stylized transformer compare --preset cpu)", file=sys.stderr)
+        return []
+    from simulations.transformer.evaluate import plot_compare
+
+    out = []
+    for path in found:
+        preset = path.name.removesuffix("_compare.json")
+        out.append(plot_compare(path, figures_dir() / f"transformer_ppl_ratio{'' if preset == 'cpu' else '_' + preset}.png"))
+    return out
 
 
 def _cmd_bench(args) -> int:
