@@ -52,6 +52,28 @@ def _measured(h: dict) -> str:
     return s
 
 
+C6_STATEMENT = ("Trained past the training length, RoPE degrades far more than random accumulated Q/K rotations, "
+                "which degrade more than Q/K/V; ALiBi stays flat.")
+
+
+def _transformer_rows(directory: Path) -> list[str]:
+    """The C6 row(s) of the main table: ratios at the largest evaluated multiple, ours and the paper's."""
+    out = []
+    for path in sorted((directory / "transformer").glob("*_compare.json")):
+        r = json.loads(path.read_text())
+        top = max(row["multiple"] for row in r["rows"])
+        cells = {row["variant"]: row for row in r["rows"] if row["multiple"] == top}
+        show = [v for v in ("rope", "random-qk", "random-qkv", "alibi") if v in cells]
+        measured = "; ".join(f"{v} {fmt(cells[v]['estimate'], 3)} [{fmt(cells[v]['ci_low'], 3)}, "
+                             f"{fmt(cells[v]['ci_high'], 3)}]" for v in show)
+        theory = "; ".join(f"{v} {fmt(cells[v].get('theory'), 3)}" for v in show)
+        preset = r.get("params", {}).get("preset", path.name.removesuffix("_compare.json"))
+        verdict = "**holds**" if r.get("holds") else "**does not hold**"
+        out.append(f"| C6 | transformer-compare ({preset}) | {C6_STATEMENT} | `stylized transformer compare --preset {preset}` "
+                   f"| PPL({top:g}×L_train)/PPL(L_train): {measured} | paper at {top:g}×: {theory} | {verdict} |")
+    return out
+
+
 def _transformer_section(directory: Path) -> list[str]:
     lines = ["", "## C6 — the transformer comparison", ""]
     found = sorted((directory / "transformer").glob("*_compare.json"))
@@ -67,8 +89,8 @@ def _transformer_section(directory: Path) -> list[str]:
             lines += ["Ordering components: " + ", ".join(f"{k} = {fmt(v)}" for k, v in r["ordering"].items()), ""]
         mults = sorted({row["multiple"] for row in r["rows"]})
         lines += ["PPL(L)/PPL(L_train), ours [95% CI] (paper's, trained at 512 on OpenWebText)", "",
-                  "| variant | " + " | ".join(f"{m:g}×" for m in mults) + " |",
-                  "|---|" + "---|" * len(mults)]
+                  "| variant | PPL(L_train) | " + " | ".join(f"{m:g}×" for m in mults) + " |",
+                  "|---|---|" + "---|" * len(mults)]
         by = {}
         for row in r["rows"]:
             by.setdefault(row["variant"], {})[row["multiple"]] = row
@@ -83,7 +105,8 @@ def _transformer_section(directory: Path) -> list[str]:
                 if c.get("theory") is not None:
                     s += f" ({fmt(c['theory'], 3)})"
                 out.append(s)
-            lines.append(f"| {v} | " + " | ".join(out) + " |")
+            base = cells.get(min(mults), {}).get("ppl")
+            lines.append(f"| {v} | {fmt(base, 3)} | " + " | ".join(out) + " |")
         lines.append("")
     return lines
 
@@ -124,6 +147,7 @@ def render_paper_checks(directory: Path | None = None) -> str:
                     f"code {r.get('meta', {}).get('code_hash', '?')}; results `simulations/results/{check.name}.csv`."]
         if check.plot is not None:
             details += ["", f"Figure: `figures/{check.name}.png`."]
+    lines += _transformer_rows(directory)
     return "\n".join(lines + ["", "## Details"] + details + _transformer_section(directory)) + "\n"
 
 
