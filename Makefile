@@ -1,14 +1,14 @@
 # Fresh machine with only Python, pip and make:
-#   make all    set up .venv and run every paper check + every figure (+ the C6 transformer comparison)
+#   make all    set up .venv; every paper check, the C6 transformer comparison, the bridge, every figure
 #   make test   set up .venv and run the test suite
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 
-.PHONY: all setup checks figures transformer test test-all lint bench clean
+.PHONY: all setup checks figures transformer bridge test test-all lint bench clean
 
-all: checks transformer figures
+all: checks transformer bridge figures
 
 setup: $(VENV)/.installed
 
@@ -23,6 +23,11 @@ checks: setup
 
 transformer: setup
 	$(BIN)/stylized transformer compare --preset cpu
+
+bridge: setup
+	$(BIN)/stylized transformer combined --preset cpu
+	$(BIN)/stylized transformer predict --preset cpu
+	$(BIN)/stylized check --all
 
 figures: setup
 	$(BIN)/stylized figures --all

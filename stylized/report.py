@@ -111,6 +111,32 @@ def _transformer_section(directory: Path) -> list[str]:
     return lines
 
 
+def _bridge_section(directory: Path) -> list[str]:
+    """Beyond the paper: the stylized-to-transformer bridge and the combined variants (saved summaries)."""
+    lines = []
+    for path in sorted((directory / "transformer").glob("bridge_*.json")):
+        r = json.loads(path.read_text())
+        preset = r.get("params", {}).get("preset", path.stem.removeprefix("bridge_"))
+        lines += ["", f"## Bridge — stylized prediction vs trained transformers ({preset})", "",
+                  f"Command: `stylized transformer predict --preset {preset}`; figure `figures/transformer_bridge.png`; "
+                  f"rows `simulations/results/transformer/{path.stem}.csv`.", "", r.get("summary", ""), ""]
+    for path in sorted((directory / "transformer").glob("*_combined.json")):
+        r = json.loads(path.read_text())
+        g = r.get("goal", {})
+        preset = r.get("params", {}).get("preset", path.stem.removesuffix("_combined"))
+        lines += ["", f"## Rotation + far-mass control ({preset})", "",
+                  f"Command: `stylized transformer combined --preset {preset}`. Goal: PPL ratio ≤ {g.get('target_ratio')} "
+                  f"at {g.get('multiple')}× with PPL(L_train) no worse than the best rotation-only variant "
+                  f"({g.get('best_rotation_only')}, {fmt(g.get('best_rotation_only_ppl_1x'), 3)}): "
+                  f"**{'met' if g.get('met') else 'not met'}**.", "",
+                  "| variant | ratio at goal multiple [95% CI] | PPL(L_train) | ratio ok | PPL ok |", "|---|---|---|---|---|"]
+        for v, c in g.get("variants", {}).items():
+            lines.append(f"| {v} | {fmt(c['ratio_max'], 3)} [{fmt(c['ci'][0], 3)}, {fmt(c['ci'][1], 3)}] | "
+                         f"{fmt(c['ppl_1x'], 3)} | {fmt(c['ratio_ok'])} | {fmt(c['ppl_ok'])} |")
+        lines.append("")
+    return lines
+
+
 def render_paper_checks(directory: Path | None = None) -> str:
     """The full text of ``paper_checks.md`` from the registry and the results in ``directory``."""
     directory = Path(directory or results_dir())
@@ -148,7 +174,8 @@ def render_paper_checks(directory: Path | None = None) -> str:
         if check.plot is not None:
             details += ["", f"Figure: `figures/{check.name}.png`."]
     lines += _transformer_rows(directory)
-    return "\n".join(lines + ["", "## Details"] + details + _transformer_section(directory)) + "\n"
+    tail = _transformer_section(directory) + _bridge_section(directory)
+    return "\n".join(lines + ["", "## Details"] + details + tail) + "\n"
 
 
 def write_paper_checks(directory: Path | None = None, path: Path | None = None) -> Path:

@@ -1,4 +1,4 @@
-"""Command line: ``stylized transformer {train,eval,compare}``.
+"""Command line: ``stylized transformer {train,eval,compare,probe,predict,combined}``.
 
 The main ``stylized`` CLI calls :func:`add_parser` with its sub-parsers and then
 ``args.func(args)``; ``python -m simulations.transformer ...`` uses :func:`main`.
@@ -91,7 +91,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p = subparsers.add_parser(
         "transformer", help="length extrapolation of small GPTs with accumulated transports"
     )
-    sub = p.add_subparsers(dest="transformer_cmd", metavar="{train,eval,compare}")
+    sub = p.add_subparsers(dest="transformer_cmd", metavar="{train,eval,compare,probe,predict,combined}")
     sub.required = True
 
     def common(sp: argparse.ArgumentParser) -> None:
@@ -124,6 +124,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     c.add_argument("--data", default=None)
     c.add_argument("--figure", default=None, help="default figures/transformer_ppl_ratio.png")
     c.set_defaults(func=_guard(cmd_compare))
+
+    from .bridge import add_parsers as add_bridge_parsers
+
+    add_bridge_parsers(sub)
     return p
 
 
