@@ -34,6 +34,7 @@ __all__ = [
     "run_check",
     "is_up_to_date",
     "to_jsonable",
+    "rows_csv",
 ]
 
 _ROOT = Path(__file__).resolve().parent.parent
@@ -94,7 +95,8 @@ def code_hash(module: str) -> str:
     return h.hexdigest()[:12]
 
 
-def _rows_csv(rows: list[dict]) -> str:
+def rows_csv(rows: list[dict]) -> str:
+    """Tidy CSV text of ``rows``: the union of their scalar keys, in first-seen order."""
     keys: list[str] = []
     for r in rows:
         keys += [k for k in r if k not in keys and not isinstance(r[k], (list, dict))]
@@ -111,7 +113,7 @@ def save_result(result: dict, directory: Path | None = None) -> Path:
     directory = Path(directory or results_dir())
     result = to_jsonable(result)
     path = directory / f"{result['claim']}.json"
-    atomic_write_text(directory / f"{result['claim']}.csv", _rows_csv(result["rows"]))
+    atomic_write_text(directory / f"{result['claim']}.csv", rows_csv(result["rows"]))
     atomic_write_text(path, json.dumps(result, indent=1, sort_keys=False) + "\n")
     return path
 

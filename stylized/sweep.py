@@ -29,9 +29,7 @@ Example
 from __future__ import annotations
 
 import argparse
-import csv
 import hashlib
-import io
 import itertools
 import json
 import os
@@ -42,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from .registry import Check, get_check
-from .results import atomic_write_text, run_check, to_jsonable
+from .results import atomic_write_text, rows_csv, run_check, to_jsonable
 
 __all__ = ["parse_grid", "grid_points", "point_key", "point_seed", "run_point", "run_sweep", "add_parser", "main"]
 
@@ -182,14 +180,7 @@ def write_csv(check_name: str, points: list[dict], pdir: Path, path: Path) -> Pa
         res = rec["result"]
         head = {**rec["point"], "point": point_key(check_name, p), "seed": res["params"]["seed"], "holds": res["holds"]}
         rows += [{**head, **{k: v for k, v in r.items() if k not in head}} for r in res["rows"]]
-    keys: list[str] = []
-    for r in rows:
-        keys += [k for k in r if k not in keys and not isinstance(r[k], (list, dict))]
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=keys, extrasaction="ignore", lineterminator="\n")
-    w.writeheader()
-    w.writerows(rows)
-    atomic_write_text(path, buf.getvalue())
+    atomic_write_text(path, rows_csv(rows))
     return path
 
 

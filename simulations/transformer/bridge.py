@@ -39,7 +39,6 @@ import io
 import json
 import math
 import re
-import sys
 import time
 from pathlib import Path
 
@@ -50,6 +49,7 @@ from stylized.families import as_generator
 from stylized.farmass import haar_mgf, horizon_prediction
 from stylized.results import atomic_write_text
 
+from .cli import _guard
 from .probe import DEFAULT_MULTIPLES, probe_checkpoint
 
 RESULTS_DIR = Path(__file__).resolve().parents[1] / "results" / "transformer"
@@ -467,6 +467,8 @@ def plot_bridge(result: dict, out_png: str | Path) -> Path:
     """Predicted vs measured horizon (multiples of L_train), log-log, y = x; off-scale points at the edges."""
     import matplotlib
 
+    from .evaluate import save_png
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -526,12 +528,7 @@ def plot_bridge(result: dict, out_png: str | Path) -> Path:
         f"λ measured at L_train on {p['n_windows']} held-out windows, ρ_D at {p['multiples']}× "
         f"({p['n_queries']} queries/window), stylized Z_N from {p['trials']} Monte Carlo route draws, D = {p['D']}",
         fontsize=8.5)
-    fig.tight_layout()
-    out = Path(out_png)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=130)
-    plt.close(fig)
-    return out
+    return save_png(fig, out_png)
 
 
 # ---------------------------------------------------------------------------
@@ -613,21 +610,6 @@ def _ints(s: str) -> list[int]:
     if not out or min(out) < 1:
         raise ValueError(f"lengths={s!r} must be comma-separated positive integers")
     return out
-
-
-def _guard(fn):
-    def run(args: argparse.Namespace) -> int:
-        if getattr(args, "threads", None):
-            import torch
-
-            torch.set_num_threads(args.threads)
-        try:
-            return fn(args) or 0
-        except ValueError as e:
-            print(f"error: {e}", file=sys.stderr)
-            raise SystemExit(2) from None
-
-    return run
 
 
 def cmd_probe(args: argparse.Namespace) -> int:

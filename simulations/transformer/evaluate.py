@@ -286,6 +286,18 @@ def compare(
     return result
 
 
+def save_png(fig, out_png: str | os.PathLike) -> Path:
+    """Lay out ``fig``, write it to ``out_png`` (folders created) and close it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    out = Path(out_png)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=130)
+    plt.close(fig)
+    return out
+
+
 def plot_compare(result_json_path: str | os.PathLike, out_png: str | os.PathLike) -> Path:
     """Ratio PPL(L)/PPL(L_train) vs length multiple (log-log), paper lines dashed."""
     import matplotlib
@@ -326,9 +338,4 @@ def plot_compare(result_json_path: str | os.PathLike, out_png: str | os.PathLike
         fontsize=8.5,
     )
     ax.legend(fontsize=8, ncol=2)
-    fig.tight_layout()
-    out = Path(out_png)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=130)
-    plt.close(fig)
-    return out
+    return save_png(fig, out_png)
