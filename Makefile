@@ -22,11 +22,11 @@ checks: setup
 	$(BIN)/stylized check --all
 
 transformer: setup
-	$(BIN)/stylized transformer compare --preset cpu
+	$(BIN)/stylized transformer compare --preset cpu --threads 1
 
 bridge: setup
-	$(BIN)/stylized transformer combined --preset cpu
-	$(BIN)/stylized transformer predict --preset cpu
+	$(BIN)/stylized transformer combined --preset cpu --threads 1
+	$(BIN)/stylized transformer predict --preset cpu --threads 1
 	$(BIN)/stylized check --all
 
 figures: setup
