@@ -50,13 +50,15 @@ from stylized.farmass import haar_mgf, horizon_prediction
 from stylized.results import atomic_write_text
 
 from .cli import _guard
+from .model import VARIANT_SPECS
 from .probe import DEFAULT_MULTIPLES, probe_checkpoint
 
 RESULTS_DIR = Path(__file__).resolve().parents[1] / "results" / "transformer"
 FIGURES_DIR = Path(__file__).resolve().parents[2] / "figures"
 PPL_THRESHOLD = 1.5
 ROTATION_ONLY = ("rope", "random-qk", "random-qkv", "learned-qk", "learned-qkv")
-COMBINED = ("random-qkv-alibi", "learned-qkv-alibi")
+#: rotation + far-mass control: ALiBi bias, or a FoX forget gate (``fox`` alone is its control)
+COMBINED = ("random-qkv-alibi", "learned-qkv-alibi", "fox", "learned-qkv-fox")
 
 
 # ---------------------------------------------------------------------------
@@ -320,6 +322,10 @@ def predict(preset: str = "cpu", *, results_dir: str | Path | None = None, multi
     t0 = time.time()
     root = Path(results_dir) if results_dir else RESULTS_DIR
     cks = checkpoints(preset, root)
+    gated = [v for v in cks if v in VARIANT_SPECS and VARIANT_SPECS[v].forget_gate]
+    if gated:  # the probe recomputes scores without the forget-gate bias: it would mis-measure them
+        print(f"[predict] skipping {', '.join(gated)}: the probe does not model the FoX forget gate", flush=True)
+        cks = {v: p for v, p in cks.items() if v not in gated}
     if variants:
         cks = {v: p for v, p in cks.items() if v in variants}
     if not cks:
@@ -536,9 +542,10 @@ def plot_bridge(result: dict, out_png: str | Path) -> Path:
 # ---------------------------------------------------------------------------
 def combined(preset: str = "cpu", *, results_dir: str | Path | None = None, variants=COMBINED, seed: int = 0,
              steps: int | None = None, progress: bool = True) -> dict:
-    """Train + evaluate the rotation+ALiBi variants; write ``<preset>_combined.json/.csv`` (compare row format).
+    """Train + evaluate the rotation + far-mass-control variants; write ``<preset>_combined.json/.csv``.
 
-    Rows of ALiBi and of the rotation-only variants are copied from ``<preset>_compare.json`` when it exists.
+    Rows are in the compare row format.  A variant whose checkpoint already holds all the preset's
+    steps is not retrained (``train(resume=True)`` loads it and returns); it is re-evaluated.  Rows of ALiBi and of the rotation-only variants are copied from ``<preset>_compare.json`` when it exists.
     Goal: ratio ≤ 1.05 at the largest multiple with PPL(L_train) ≤ the best rotation-only variant's.
     """
     from .data import load_corpus
@@ -688,7 +695,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--no-cache", action="store_true", help="re-probe even if probe_<preset>.json matches")
     q.set_defaults(func=_guard(cmd_predict))
 
-    c = sub.add_parser("combined", help="train+evaluate random-qkv-alibi, learned-qkv-alibi (<preset>_combined.json)")
+    c = sub.add_parser("combined", help="train+evaluate " + ", ".join(COMBINED) + " (<preset>_combined.json)")
     c.add_argument("--preset", default="cpu")
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--threads", type=int, default=None, help="torch CPU threads")

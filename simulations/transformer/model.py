@@ -44,6 +44,21 @@ path
     explicit matrix products in the tests.
 random-qkv-alibi / learned-qkv-alibi
     The accumulated rotation of the ``-qkv`` variant plus the ALiBi bias.
+fox / learned-qkv-fox
+    FoX-style learned forget gate ("Forgetting Transformer", Lin et al. 2025),
+    accumulated along the route: per layer and head, f_t = sigmoid(w_hᵀ x_t + b_h)
+    ∈ (0, 1) from the attention input x_t (the block's LayerNormed input), and the
+    logit bias D_ij = Σ_{s=j+1}^{i} log f_s = c_i - c_j with c_t = Σ_{s≤t} log f_s
+    (logsigmoid in float32, cumsum in float64) is added to the scaled scores.
+    ``fox`` has no rotation (the control); ``learned-qkv-fox`` adds the learned
+    accumulated rotation of ``learned-qkv`` on Q, K and V.  Init: w_h = 0 and
+    b_h = linspace(3, 6, H) (head 0 forgets fastest), so f_t = sigmoid(b_h) ∈
+    [0.953, 0.998] and D_ij = -(i-j)·softplus(-b_h): **at init FoX is ALiBi with
+    slopes softplus(-b_h) ≈ 0.049 … 0.0025** (tested).  The gate parameters
+    (``fox_w`` [H, C], decayed; ``fox_b`` [H], not decayed) train at the base lr.
+    The bias goes to SDPA as a float mask through the same query-chunked path as
+    ALiBi (:func:`biased_attention`), with the chunk shrunk so that one
+    [B, H, chunk, L] bias block stays ≤ 2^25 elements at long evaluation lengths.
 
 Rotations use the half-split layout: for x = [x₁, x₂] (each d_h/2),
 R(ψ)x = [x₁ cos ψ - x₂ sin ψ, x₁ sin ψ + x₂ cos ψ].
@@ -53,23 +68,37 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-#: variant -> (angle source, rotate values, alibi bias, path transport)
-VARIANT_SPECS: dict[str, tuple[str | None, bool, bool, bool]] = {
-    "rope": ("rope", False, False, False),
-    "nope": (None, False, False, False),
-    "alibi": (None, False, True, False),
-    "random-qk": ("random", False, False, False),
-    "random-qkv": ("random", True, False, False),
-    "learned-qk": ("learned", False, False, False),
-    "learned-qkv": ("learned", True, False, False),
-    "path": (None, False, False, True),
-    "random-qkv-alibi": ("random", True, True, False),
-    "learned-qkv-alibi": ("learned", True, True, False),
+
+class VariantSpec(NamedTuple):
+    """What a variant is made of."""
+
+    angle_source: str | None  # "rope" | "random" | "learned" | None
+    rotate_v: bool  # transport values too (``-qkv``)
+    alibi: bool  # additive ALiBi bias
+    path: bool  # PaTH Householder transport
+    forget_gate: bool = False  # FoX accumulated forget-gate bias
+
+
+#: variant -> (angle source, rotate values, alibi bias, path transport, forget gate)
+VARIANT_SPECS: dict[str, VariantSpec] = {
+    "rope": VariantSpec("rope", False, False, False),
+    "nope": VariantSpec(None, False, False, False),
+    "alibi": VariantSpec(None, False, True, False),
+    "random-qk": VariantSpec("random", False, False, False),
+    "random-qkv": VariantSpec("random", True, False, False),
+    "learned-qk": VariantSpec("learned", False, False, False),
+    "learned-qkv": VariantSpec("learned", True, False, False),
+    "path": VariantSpec(None, False, False, True),
+    "random-qkv-alibi": VariantSpec("random", True, True, False),
+    "learned-qkv-alibi": VariantSpec("learned", True, True, False),
+    "fox": VariantSpec(None, False, False, False, True),
+    "learned-qkv-fox": VariantSpec("learned", True, False, False, True),
 }
 VARIANTS: tuple[str, ...] = tuple(VARIANT_SPECS)
 #: the eight variants compared by default
@@ -286,6 +315,53 @@ def path_attention(
     return torch.cat(outs, dim=2).to(dtype)
 
 
+#: largest [B, H, chunk, keys] forget-gate bias block (elements) of :func:`biased_attention`
+GATE_BLOCK_ELEMENTS = 1 << 25
+
+
+def biased_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    slopes: torch.Tensor | None = None,
+    log_gate_cum: torch.Tensor | None = None,
+    chunk: int = 1024,
+    dropout_p: float = 0.0,
+) -> torch.Tensor:
+    """Causal SDPA with an additive float bias, chunked over queries to bound memory.
+
+    The bias of query i and key j ≤ i is -m_h (i-j) (ALiBi, ``slopes`` [H]) plus
+    c_i - c_j (accumulated forget gate, ``log_gate_cum`` = c [B, H, L], float64).
+    The gate part is formed per chunk [a, b) as (c_i - c_a) + (c_a - c_j), each
+    half rounded to q's dtype, so keys near the chunk keep full precision
+    however large |c| grows at long lengths.
+    """
+    B, H, L, _ = q.shape
+    if log_gate_cum is not None:
+        chunk = max(1, min(chunk, GATE_BLOCK_ELEMENTS // max(1, B * H * L)))
+    outs = []
+    for a in range(0, L, chunk):
+        b = min(a + chunk, L)
+        i = torch.arange(a, b, device=q.device).view(-1, 1)
+        j = torch.arange(0, b, device=q.device).view(1, -1)
+        bias = None
+        if slopes is not None:
+            dist = (i - j).to(q.dtype)
+            bias = -slopes.view(-1, 1, 1).to(q.dtype) * dist  # [H, n, b]
+        if log_gate_cum is not None:
+            ref = log_gate_cum[:, :, a: a + 1]
+            gate = ((log_gate_cum[:, :, a:b] - ref).to(q.dtype).unsqueeze(-1)
+                    + (ref - log_gate_cum[:, :, :b]).to(q.dtype).unsqueeze(-2))  # [B, H, n, b]
+            bias = gate if bias is None else bias + gate
+        bias = bias.masked_fill(j > i, float("-inf"))
+        outs.append(
+            F.scaled_dot_product_attention(
+                q[:, :, a:b], k[:, :, :b], v[:, :, :b], attn_mask=bias, dropout_p=dropout_p
+            )
+        )
+    return torch.cat(outs, dim=2)
+
+
 def alibi_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -295,21 +371,16 @@ def alibi_attention(
     dropout_p: float = 0.0,
 ) -> torch.Tensor:
     """Causal SDPA with ALiBi bias -m_h (i-j), chunked over queries to bound memory."""
-    L = q.shape[2]
-    outs = []
-    for a in range(0, L, chunk):
-        b = min(a + chunk, L)
-        i = torch.arange(a, b, device=q.device).view(-1, 1)
-        j = torch.arange(0, b, device=q.device).view(1, -1)
-        dist = (i - j).to(q.dtype)
-        bias = -slopes.view(-1, 1, 1).to(q.dtype) * dist  # [H, n, b]
-        bias = bias.masked_fill(j > i, float("-inf"))
-        outs.append(
-            F.scaled_dot_product_attention(
-                q[:, :, a:b], k[:, :, :b], v[:, :, :b], attn_mask=bias, dropout_p=dropout_p
-            )
-        )
-    return torch.cat(outs, dim=2)
+    return biased_attention(q, k, v, slopes=slopes, chunk=chunk, dropout_p=dropout_p)
+
+
+def fox_gate_bias_init(n_head: int) -> torch.Tensor:
+    """Initial forget-gate biases b_h = linspace(3, 6, H): f = sigmoid(b_h) ∈ [0.953, 0.998].
+
+    With w = 0 the bias is -(i-j)·softplus(-b_h), i.e. ALiBi with slopes
+    softplus(-b_h) ≈ 0.049 (b = 3) … 0.0025 (b = 6).
+    """
+    return torch.linspace(3.0, 6.0, n_head) if n_head > 1 else torch.full((1,), 3.0)
 
 
 # ---------------------------------------------------------------------------
@@ -325,9 +396,9 @@ class CausalSelfAttention(nn.Module):
         self.config = config
         self.n_head = config.n_head
         self.head_dim = config.head_dim
-        self.angle_source, self.rotate_v, self.use_alibi, self.use_path = VARIANT_SPECS[
-            config.variant
-        ]
+        spec = VARIANT_SPECS[config.variant]
+        self.angle_source, self.rotate_v = spec.angle_source, spec.rotate_v
+        self.use_alibi, self.use_path, self.use_fox = spec.alibi, spec.path, spec.forget_gate
         self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=config.bias)
         self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
         self.resid_dropout = nn.Dropout(config.dropout)
@@ -352,6 +423,10 @@ class CausalSelfAttention(nn.Module):
                 groups=config.n_embd, padding=config.path_conv - 1, bias=False,
             )
             self.path_beta = nn.Linear(config.n_embd, config.n_head, bias=True)
+        if self.use_fox:
+            # raw parameters (not nn.Linear), so GPT._init_weights keeps w = 0, b = 3..6
+            self.fox_w = nn.Parameter(torch.zeros(config.n_head, config.n_embd))
+            self.fox_b = nn.Parameter(fox_gate_bias_init(config.n_head))
 
     # -- transports ---------------------------------------------------------
     def angles(
@@ -405,6 +480,15 @@ class CausalSelfAttention(nn.Module):
         w = u.view(B, L, self.n_head, self.head_dim).transpose(1, 2)
         return beta, F.normalize(w.float(), dim=-1).to(x.dtype)
 
+    def log_gate_cumsum(self, x: torch.Tensor) -> torch.Tensor:
+        """FoX c_t = Σ_{s≤t} log f_s, f_s = sigmoid(w_hᵀ x_s + b_h): [B, H, L] float64.
+
+        The bias of the pair (i, j ≤ i) is c_i - c_j = Σ_{s=j+1}^{i} log f_s ≤ 0.
+        """
+        with torch.autocast(x.device.type, enabled=False):  # gate in float32 under autocast
+            logit = F.linear(x.float(), self.fox_w.float(), self.fox_b.float())  # [B, L, H]
+        return torch.cumsum(F.logsigmoid(logit).double(), dim=1).transpose(1, 2)
+
     def qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         B, L, C = x.shape
         q, k, v = self.c_attn(x).split(C, dim=2)
@@ -434,8 +518,13 @@ class CausalSelfAttention(nn.Module):
         if self.use_path:
             beta, w = self.householder(x)
             y = path_attention(q, k, v, beta, w, chunk=self.config.path_chunk, dropout_p=dp)
-        elif self.use_alibi:
-            y = alibi_attention(q, k, v, self.slopes, dropout_p=dp)
+        elif self.use_alibi or self.use_fox:
+            y = biased_attention(
+                q, k, v,
+                slopes=self.slopes if self.use_alibi else None,
+                log_gate_cum=self.log_gate_cumsum(x) if self.use_fox else None,
+                dropout_p=dp,
+            )
         else:
             y = F.scaled_dot_product_attention(q, k, v, dropout_p=dp, is_causal=True)
         if self.rotate_v:

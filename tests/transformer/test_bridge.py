@@ -247,3 +247,31 @@ def test_combined_goal() -> None:
     assert g["variants"]["random-qkv-alibi"]["ratio_ok"] and g["variants"]["random-qkv-alibi"]["ppl_ok"]
     assert not g["variants"]["learned-qkv-alibi"]["ppl_ok"]
     assert bridge.combined_goal(rows("random-qkv-alibi", 4.2, 1.2), ref)["met"] is False
+
+
+def test_combined_trains_missing_skips_existing_and_predict_skips_fox(tmp_path, monkeypatch) -> None:
+    from simulations.transformer import data
+
+    text = tmp_path / "corpus"
+    text.mkdir()
+    rng = np.random.default_rng(0)
+    words = ["alpha", "beta", "gamma", "def", "return", "(x)", "\n", "=", "1"]
+    for i in range(8):
+        (text / f"f{i}.txt").write_text(" ".join(rng.choice(words, 400)))
+    corpus = data.load_path(text)
+    monkeypatch.setattr(data, "load_corpus", lambda *a, **k: corpus)
+    out = tmp_path / "res"
+    variants = ("fox", "learned-qkv-fox")
+    assert set(variants) <= set(bridge.COMBINED)
+    res = bridge.combined("smoke", results_dir=out, variants=variants, steps=3, progress=False)
+    assert set(res["goal"]["variants"]) == set(variants)
+    assert {r["variant"] for r in res["rows"]} == set(variants)
+    assert (out / "smoke_combined.json").exists() and (out / "smoke_combined.csv").exists()
+    ck = out / "checkpoints" / "smoke" / "fox.pt"
+    stamp = ck.stat().st_mtime_ns
+    again = bridge.combined("smoke", results_dir=out, variants=variants, steps=3, progress=False)
+    assert ck.stat().st_mtime_ns == stamp  # a complete checkpoint is not retrained
+    assert [r["ppl"] for r in again["rows"]] == [r["ppl"] for r in res["rows"]]
+    # the probe does not model the forget gate: predict leaves FoX checkpoints out
+    with pytest.raises(ValueError, match="no checkpoints"):
+        bridge.predict("smoke", results_dir=out, multiples=[1, 2], n_windows=1, trials=4)

@@ -15,6 +15,7 @@ from simulations.transformer.model import (  # noqa: E402
     CausalSelfAttention,
     GPTConfig,
     alibi_slopes,
+    biased_attention,
     path_attention,
     rope_frequencies,
 )
@@ -34,13 +35,18 @@ def rot_matrix(psi: torch.Tensor) -> torch.Tensor:
 
 
 def naive_attention(attn: CausalSelfAttention, x, psi=None, psi_v=None) -> torch.Tensor:
-    """o_i = Σ_j α_ij V_{j→i} v_j, α = softmax_j(q_iᵀ P_{j→i} k_j/√d - m_h(i-j)), explicit matrices."""
+    """o_i = Σ_j α_ij V_{j→i} v_j, α = softmax_j(q_iᵀ P_{j→i} k_j/√d - m_h(i-j) + Σ_{s=j+1}^{i} log f_s).
+
+    Explicit transport matrices; the forget gate f_s = sigmoid(w_hᵀ x_s + b_h) summed pair by pair.
+    """
     B, L, C = x.shape
     H, d = attn.n_head, attn.head_dim
     q, k, v = (t.double() for t in attn.qkv(x))
-    src, rot_v, use_alibi, use_path = VARIANT_SPECS[attn.config.variant]
+    src, rot_v, use_alibi, use_path, use_fox = VARIANT_SPECS[attn.config.variant]
     if use_path:
         beta, w = (t.double() for t in attn.householder(x))
+    if use_fox:  # log f [B, L, H], float64, straight from the definition
+        log_f = torch.log(torch.sigmoid(x.double() @ attn.fox_w.double().T + attn.fox_b.double()))
     slopes = alibi_slopes(H)
     out = torch.zeros(B, H, L, d, dtype=torch.float64)
     eye = torch.eye(d, dtype=torch.float64)
@@ -62,6 +68,9 @@ def naive_attention(attn: CausalSelfAttention, x, psi=None, psi_v=None) -> torch
                     s = q[b_, h, i] @ P @ k[b_, h, j] / math.sqrt(d)
                     if use_alibi:
                         s = s - slopes[h] * (i - j)
+                    if use_fox:
+                        s = s + sum((log_f[b_, t, h] for t in range(j + 1, i + 1)),
+                                    torch.zeros((), dtype=torch.float64))
                     scores.append(s)
                     vals.append(V @ v[b_, h, j])
                 a = torch.softmax(torch.stack(scores), dim=0)
@@ -146,7 +155,7 @@ def test_causality(variant: str) -> None:
     torch.manual_seed(0)
     model = GPT(tiny(variant)).eval()
     for name, p in model.named_parameters():
-        if "angle_table" in name:
+        if "angle_table" in name or "fox_w" in name:  # token-dependent angles / forget gates
             torch.nn.init.normal_(p, std=1.0)
     L, cut = 12, 7
     idx = torch.randint(0, 11, (2, L))
@@ -172,7 +181,7 @@ def test_learned_qk_equals_rope_at_init() -> None:
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("variant", ["learned-qkv", "learned-qkv-alibi"])
+@pytest.mark.parametrize("variant", ["learned-qkv", "learned-qkv-alibi", "learned-qkv-fox"])
 def test_learned_qkv_equals_rope_transport_at_init(variant: str) -> None:
     """At init the learned angle is RoPE's ψ_t = tω (up to a shift) on Q, K and V."""
     torch.manual_seed(0)
@@ -217,3 +226,61 @@ def test_bad_config(kwargs: dict, name: str) -> None:
 def test_odd_head_dim_ok_without_rotation() -> None:
     GPTConfig(variant="nope", n_embd=12, n_head=4)
     GPTConfig(variant="alibi", n_embd=12, n_head=4)
+
+
+# ---------------------------------------------------------------------------
+# FoX forget gate
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("variant", ["fox", "learned-qkv-fox"])
+def test_fox_gate_at_init_is_alibi(variant: str) -> None:
+    """With w = 0 the gate bias is exactly -(i-j)·softplus(-b_h): ALiBi with slope softplus(-b_h)."""
+    torch.manual_seed(0)
+    model = GPT(tiny(variant, n_head=4, n_embd=16))
+    attn = model.blocks[0].attn
+    assert torch.equal(attn.fox_w, torch.zeros_like(attn.fox_w))  # GPT's init leaves the gate alone
+    assert torch.allclose(attn.fox_b, torch.tensor([3.0, 4.0, 5.0, 6.0]))
+    L = 50
+    x = torch.randn(2, L, 16)
+    c = attn.log_gate_cumsum(x)  # [B, H, L]
+    b = attn.fox_b.detach()
+    slope = torch.nn.functional.softplus(-b.double())  # [H]
+    slope32 = -torch.nn.functional.logsigmoid(b.float()).double()  # the per-step value, float32
+    i = torch.arange(L, dtype=torch.float64)
+    got = c[..., :, None] - c[..., None, :]  # [B, H, i, j]
+    dist = (i[:, None] - i[None, :])
+    # exact up to the float32 rounding of log f (the float64 cumsum adds ~1e-16 relative)
+    torch.testing.assert_close(got, (-dist * slope32.view(-1, 1, 1)).expand_as(got), atol=1e-12, rtol=1e-12)
+    torch.testing.assert_close(got, (-dist * slope.view(-1, 1, 1)).expand_as(got), atol=1e-12, rtol=2e-7)
+    # and the attention itself equals ALiBi attention with those slopes
+    q, k, v = torch.randn(3, 2, 4, L, 4).unbind(0)
+    fox = biased_attention(q, k, v, log_gate_cum=c)
+    ali = biased_attention(q, k, v, slopes=slope.float())
+    torch.testing.assert_close(fox, ali, atol=1e-6, rtol=1e-5)
+
+
+def test_fox_gate_chunks_and_long_lengths() -> None:
+    """Query chunking (incl. the memory cap) does not change the result; the bias stays exact far out."""
+    torch.manual_seed(0)
+    B, H, L, d = 2, 3, 37, 4
+    q, k, v = torch.randn(3, B, H, L, d).unbind(0)
+    c = torch.cumsum(torch.nn.functional.logsigmoid(torch.randn(B, H, L)).double(), dim=-1)
+    full = biased_attention(q, k, v, log_gate_cum=c, chunk=1024)
+    for ch in (1, 5, 16):
+        torch.testing.assert_close(biased_attention(q, k, v, log_gate_cum=c, chunk=ch), full,
+                                   atol=1e-6, rtol=1e-5)
+    # a huge accumulated offset (|c| ~ 1e4, as after many strongly forgetting steps) cancels
+    torch.testing.assert_close(biased_attention(q, k, v, log_gate_cum=c - 1e4, chunk=8), full,
+                               atol=1e-6, rtol=1e-5)
+
+
+def test_fox_gate_is_trained_and_existing_variants_unchanged() -> None:
+    torch.manual_seed(0)
+    model = GPT(tiny("learned-qkv-fox"))
+    idx = torch.randint(0, 11, (2, 9))
+    _, loss = model(idx[:, :-1], idx[:, 1:])
+    loss.backward()
+    for blk in model.blocks:
+        assert blk.attn.fox_w.grad.abs().sum() > 0 and blk.attn.fox_b.grad.abs().sum() > 0
+    names = {n for n, _ in GPT(tiny("learned-qkv-alibi")).named_parameters()}
+    assert not any("fox" in n for n in names)  # no new parameters (checkpoints still load)
+    assert [VARIANT_SPECS[v].forget_gate for v in VARIANTS].count(True) == 2
