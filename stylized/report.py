@@ -133,6 +133,12 @@ def _bridge_section(directory: Path) -> list[str]:
         for v, c in g.get("variants", {}).items():
             lines.append(f"| {v} | {fmt(c['ratio_max'], 3)} [{fmt(c['ci'][0], 3)}, {fmt(c['ci'][1], 3)}] | "
                          f"{fmt(c['ppl_1x'], 3)} | {fmt(c['ratio_ok'])} | {fmt(c['ppl_ok'])} |")
+        for v in ("alibi", g.get("best_rotation_only")):  # the references, side by side
+            ref = {row["multiple"]: row for row in r.get("reference_rows", []) if row["variant"] == v}
+            if ref and g.get("multiple") in ref:
+                c, base = ref[g["multiple"]], ref[min(ref)]
+                lines.append(f"| {v} (reference) | {fmt(c['estimate'], 3)} [{fmt(c['ci_low'], 3)}, {fmt(c['ci_high'], 3)}] | "
+                             f"{fmt(base.get('ppl'), 3)} | — | — |")
         lines.append("")
     return lines
 
