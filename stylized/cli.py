@@ -138,6 +138,11 @@ def _cmd_check(args) -> int:
     return 0
 
 
+def _backend_for(check, preferred: str) -> str:
+    """``preferred`` if the check supports it, else the check's first backend."""
+    return preferred if preferred in check.backends else check.backends[0]
+
+
 def _run_all(checks, *, force: bool, backend: str) -> int:
     t0 = time.perf_counter()
     for i, check in enumerate(checks.values(), 1):
@@ -146,8 +151,7 @@ def _run_all(checks, *, force: bool, backend: str) -> int:
             print(f"[{i}/{len(checks)}] {check.name}: up to date ({old['seconds']:.1f} s when run), skipped", file=sys.stderr)
             continue
         print(f"[{i}/{len(checks)}] {check.name} …", file=sys.stderr)
-        b = backend if backend in check.backends else check.backends[0]
-        r = run_check(check, seed=0, backend=b)
+        r = run_check(check, seed=0, backend=_backend_for(check, backend))
         save_result(r)
         print(f"    {'holds' if r['holds'] else 'DOES NOT HOLD'} in {r['seconds']:.1f} s", file=sys.stderr)
     path = write_paper_checks()
@@ -169,7 +173,7 @@ def _cmd_figures(args) -> int:
         r = load_result(name)
         if r is None:
             print(f"{name}: no result yet, running it at its defaults …", file=sys.stderr)
-            r = run_check(check, seed=0, backend=check.backends[-1] if "numba" not in check.backends else "numba")
+            r = run_check(check, seed=0, backend=_backend_for(check, "numba"))
             save_result(r)
         for p in check.plot(r, figures_dir()):
             print(f"wrote {p}", file=sys.stderr)
@@ -177,17 +181,22 @@ def _cmd_figures(args) -> int:
 
 
 def _transformer_figures() -> list:
-    """C6 figures from saved transformer results (no training): ratio vs length per preset."""
+    """C6 and bridge figures from saved transformer results (no training)."""
     found = sorted((results_dir() / "transformer").glob("*_compare.json"))
     if not found:
         print("transformer: no results yet (stylized transformer compare --preset cpu)", file=sys.stderr)
         return []
+    from simulations.transformer.bridge import plot_bridge
     from simulations.transformer.evaluate import plot_compare
 
     out = []
     for path in found:
         preset = path.name.removesuffix("_compare.json")
         out.append(plot_compare(path, figures_dir() / f"transformer_ppl_ratio{'' if preset == 'cpu' else '_' + preset}.png"))
+    for path in sorted((results_dir() / "transformer").glob("bridge_*.json")):
+        preset = path.stem.removeprefix("bridge_")
+        bridge = json.loads(path.read_text())
+        out.append(plot_bridge(bridge, figures_dir() / f"transformer_bridge{'' if preset == 'cpu' else '_' + preset}.png"))
     return out
 
 
