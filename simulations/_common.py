@@ -9,7 +9,7 @@ import numpy as np
 from stylized.families import FAMILY_NAMES, StepFamily, make_family
 from stylized.registry import Option, str_list
 
-__all__ = ["family_options", "family_from_params", "families_from_params", "save_figure", "new_figure", "caption"]
+__all__ = ["errorbar_rows", "family_options", "family_from_params", "families_from_params", "save_figure", "new_figure", "caption"]
 
 
 def family_options(family_default: str = "householder", d_default: int = 64, multi: bool = False) -> tuple[Option, ...]:
@@ -36,6 +36,19 @@ def families_from_params(params: dict) -> list[StepFamily]:
     if names == ["all"]:
         names = list(FAMILY_NAMES)
     return [family_from_params(params, n) for n in names]
+
+
+def errorbar_rows(ax, x, rows: list[dict], floor: float | None = None, **kw):
+    """Plot each row's ``estimate`` at ``x`` with its interval ``[ci_low, ci_high]`` as error bars.
+
+    ``floor`` clips the estimate and the lower end from below (for log axes).
+    """
+    est = np.array([r["estimate"] for r in rows], dtype=float)
+    lo = np.array([r["ci_low"] for r in rows], dtype=float)
+    hi = np.array([r["ci_high"] for r in rows], dtype=float)
+    if floor is not None:
+        est, lo = np.maximum(est, floor), np.maximum(lo, floor)
+    return ax.errorbar(x, est, yerr=[est - lo, hi - est], **kw)
 
 
 def new_figure(ncols: int = 1, width: float = 6.0, height: float = 4.2):

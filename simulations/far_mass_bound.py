@@ -28,7 +28,7 @@ from stylized.farmass import (
     streamed_far_mass,
 )
 from stylized.montecarlo import check_positive_int, progress
-from stylized.registry import Check, Option, register
+from stylized.registry import Check, Option, headline, register
 
 from ._common import caption, new_figure, save_figure
 
@@ -85,9 +85,7 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
         "holds": below == 0 and eq_ok,
         "rows": rows,
         "random_rho": rand.tolist(),
-        "headline": {"quantity": "min ρ_D over random + adversarial trials", "estimate": rho_min,
-                     "ci_low": row["ci_low"], "ci_high": row["ci_high"], "n_samples": trials + adv,
-                     "theory": bound, "verdict": verdict},
+        "headline": headline("min ρ_D over random + adversarial trials", row, verdict),
     }
 
 

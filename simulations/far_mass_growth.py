@@ -38,7 +38,7 @@ from stylized.farmass import (
     horizon_trial,
 )
 from stylized.montecarlo import check_positive_int, chunked_generators, progress
-from stylized.registry import Check, Option, float_list, int_list, register, str_list
+from stylized.registry import Check, Option, float_list, headline, int_list, register, str_list
 
 from ._common import caption, family_from_params, family_options, finite, new_figure, save_figure
 
@@ -184,9 +184,7 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
         "rows": rows + hrows,
         "violations": checks,
         "horizon_literal": cross_est.as_row() if cross_est else None,
-        "headline": {"quantity": f"ρ_D, no control, L={Lmax:,}", "estimate": top["estimate"] if top else None,
-                     "ci_low": top["ci_low"] if top else None, "ci_high": top["ci_high"] if top else None,
-                     "n_samples": trials, "theory": top["theory"] if top else None, "verdict": verdict},
+        "headline": headline(f"ρ_D, no control, L={Lmax:,}", top or {}, verdict, n_samples=trials),
     }
 
 

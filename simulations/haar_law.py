@@ -29,11 +29,11 @@ from stylized.bounds import haar_coordinate_cdf, haar_coordinate_tail, hoeffding
 from stylized.estimators import bonferroni_level, proportion_ci
 from stylized.montecarlo import check_positive_int, chunked_generators
 from stylized.montecarlo import progress as _progress
-from stylized.registry import Check, Option, float_list, register
+from stylized.registry import Check, Option, float_list, headline, register
 from stylized.sampling import equal_energy_query
 from stylized.scores import far_law_name, far_scores, tail_estimates, uniform_phase_scores
 
-from ._common import caption, family_from_params, family_options, new_figure, save_figure
+from ._common import caption, errorbar_rows, family_from_params, family_options, new_figure, save_figure
 
 NAME = "haar-law"
 
@@ -124,9 +124,7 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
         "hist": {"edges": edges.tolist(), "counts": counts.tolist(), "ref_counts": ref_counts,
                  "law_density": law_density},
         "tail_curve": {"t": grid.tolist(), "empirical": emp_tail, "law": law_tail, "bound": bound_grid},
-        "headline": {"quantity": f"P(s ≥ {h['t']:g}), s = qᵀP_n k, {fam.name} d={d} n={n}",
-                     "estimate": h["estimate"], "ci_low": h["ci_low"], "ci_high": h["ci_high"],
-                     "n_samples": h["n_samples"], "theory": h["theory"], "verdict": verdict},
+        "headline": headline(f"P(s ≥ {h['t']:g}), s = qᵀP_n k, {fam.name} d={d} n={n}", h, verdict),
     }
 
 
@@ -156,10 +154,8 @@ def plot(result: dict, outdir: Path) -> list[Path]:
     ax2.plot(tc["t"], tc["bound"], color="C3", lw=1.2,
              label="Lévy bound exp(−d t²/2)" if result["rows"][0]["law"] == "haar" else "Hoeffding bound")
     rows = result["rows"]
-    ax2.errorbar([r["t"] for r in rows], [max(r["estimate"], 1e-12) for r in rows],
-                 yerr=[[max(r["estimate"], 1e-12) - max(r["ci_low"], 1e-12) for r in rows],
-                       [r["ci_high"] - r["estimate"] for r in rows]], fmt="o", color="C0", ms=4, capsize=2,
-                 label="rows (95% CI)")
+    errorbar_rows(ax2, [r["t"] for r in rows], rows, floor=1e-12, fmt="o", color="C0", ms=4, capsize=2,
+                  label="rows (95% CI)")
     ax2.set_yscale("log")
     ax2.set_ylim(max(0.2 / rows[0]["n_samples"], 1e-9), 1.5)
     ax2.set_xlabel("threshold t")

@@ -37,7 +37,7 @@ from scipy import stats
 from stylized.estimators import bonferroni_level, mean_ci
 from stylized.families import SO2Family, StepFamily
 from stylized.montecarlo import check_positive_int, chunked_generators, progress
-from stylized.registry import Check, Option, int_list, register
+from stylized.registry import Check, Option, headline, int_list, register
 from stylized.sampling import equal_energy_query, sample_overlaps
 from stylized.scores import (
     first_crossing,
@@ -47,7 +47,7 @@ from stylized.scores import (
     so2_pair_correlation,
 )
 
-from ._common import caption, families_from_params, family_options, finite, new_figure, save_figure
+from ._common import caption, errorbar_rows, families_from_params, family_options, finite, new_figure, save_figure
 
 NAME = "mixing"
 
@@ -88,17 +88,15 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
         "families": summary,
         "windows": windows,
         "op_norm": op_norm,
-        "headline": {
-            "quantity": f"E[qᵀP_n q], {worst['family']} n={worst['n']} (worst row)",
-            "estimate": worst["estimate"], "ci_low": worst["ci_low"], "ci_high": worst["ci_high"],
-            "n_samples": worst["n_samples"], "theory": worst["theory"],
-            "verdict": (f"{inside}/{len(rows)} rows have qᵀE[M]^n q inside the joint 95% interval "
+        "headline": headline(
+            f"E[qᵀP_n q], {worst['family']} n={worst['n']} (worst row)", worst,
+            verdict=(f"{inside}/{len(rows)} rows have qᵀE[M]^n q inside the joint 95% interval "
                         f"(Bonferroni over {len(rows)} rows); |qᵀE[M]^n q| ≤ (1−γ)^n on every row: {bound_ok}. "
                         + "; ".join(f"{s['family']}: γ={s['spectral_gap']:.4g}, W(0.01)={s['window_eps_0.01']:g}" for s in summary)
                         + ". " + _window_verdict(windows, params["eps"])
                         + f" ‖E[P_n]‖_op (d={params['d_op']}, {params['trials_op']} dense products) within its bootstrap "
                         f"interval of ‖E[M]ⁿ‖_op ≤ (1−γ)ⁿ on {sum(r['within_ci'] for r in op_norm)}/{len(op_norm)} rows."),
-        },
+        ),
     }
 
 
@@ -301,9 +299,7 @@ def plot(result: dict, outdir: Path) -> list[Path]:
     for name in dict.fromkeys(r["family"] for r in op):
         rs = [r for r in op if r["family"] == name]
         n = np.array([r["n"] for r in rs])
-        est = np.array([r["estimate"] for r in rs])
-        ax3.errorbar(n, est, yerr=[est - np.array([r["ci_low"] for r in rs]), np.array([r["ci_high"] for r in rs]) - est],
-                     fmt="o", ms=4, capsize=2, color=colors.get(name), label=name)
+        errorbar_rows(ax3, n, rs, fmt="o", ms=4, capsize=2, color=colors.get(name), label=name)
         ax3.plot(n, np.clip([r["bound"] for r in rs], 1e-4, None), "--", color=colors.get(name), lw=1)
     if op:
         ax3.axhline(2 / np.sqrt(op[0]["n_samples"]), color="0.5", ls=":", lw=1, label="noise level 2/√T")

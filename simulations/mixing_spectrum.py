@@ -28,10 +28,10 @@ from scipy import stats
 from stylized.families import RopeRandom
 from stylized.montecarlo import check_positive_int
 from stylized.montecarlo import progress as _progress
-from stylized.registry import Check, Option, register
+from stylized.registry import Check, Option, headline, register
 from stylized.scores import first_crossing, so2_pair_correlation
 
-from ._common import caption, new_figure, save_figure
+from ._common import caption, errorbar_rows, new_figure, save_figure
 
 NAME = "mixing-spectrum"
 
@@ -93,9 +93,8 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
         "curves": {"n": grid.tolist(), "mean": mean[grid].T.tolist(), "half": half[grid].T.tolist()},
         "planes_train": k_train,
         "planes_eval": k_eval,
-        "headline": {"quantity": f"measured window of plane {h['plane']} (ω={h['omega']:.3g}), the slowest resolved",
-                     "estimate": h["estimate"], "ci_low": h["ci_low"], "ci_high": h["ci_high"],
-                     "n_samples": chains, "theory": h["theory"], "verdict": verdict},
+        "headline": headline(f"measured window of plane {h['plane']} (ω={h['omega']:.3g}), the slowest resolved",
+                             h, verdict, n_samples=chains),
     }
 
 
@@ -107,9 +106,8 @@ def plot(result: dict, outdir: Path) -> list[Path]:
     b = np.array([r["plane"] for r in rows])
     ax1.semilogy(b, [r["theory"] for r in rows], "k.-", lw=1, label="W_b(ε) = ⌈ln ε / ln sinc ω_b⌉")
     m = [r for r in rows if r["estimate"] is not None and r["resolved"]]
-    ax1.errorbar([r["plane"] for r in m], [r["estimate"] for r in m],
-                 yerr=[[r["estimate"] - r["ci_low"] for r in m], [r["ci_high"] - r["estimate"] for r in m]],
-                 fmt="o", color="C0", ms=5, mfc="none", capsize=2, label="measured first crossing (joint 95%)")
+    errorbar_rows(ax1, [r["plane"] for r in m], m, fmt="o", color="C0", ms=5, mfc="none", capsize=2,
+                  label="measured first crossing (joint 95%)")
     u = [r for r in rows if r["ci_low"] is not None and not r["resolved"]]
     if u:  # lower end only: the upper end lies beyond the context
         ax1.vlines([r["plane"] for r in u], [r["ci_low"] for r in u], p["L_eval"], color="C1", lw=1.5)

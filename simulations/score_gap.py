@@ -44,7 +44,7 @@ from stylized.scores import (
     uniform_phase_scores,
 )
 
-from ._common import caption, family_from_params, family_options, new_figure, save_figure
+from ._common import caption, errorbar_rows, family_from_params, family_options, new_figure, save_figure
 
 NAME = "score-gap"
 
@@ -150,9 +150,7 @@ def plot(result: dict, outdir: Path) -> list[Path]:
     for i, M in enumerate(dict.fromkeys(r["M"] for r in gaps)):
         rs = [r for r in gaps if r["M"] == M]
         d = [r["d"] for r in rs]
-        ax1.errorbar(d, [r["estimate"] for r in rs], yerr=[[r["estimate"] - r["ci_low"] for r in rs],
-                     [r["ci_high"] - r["estimate"] for r in rs]], fmt="o", color=f"C{i}", ms=4, capsize=2,
-                     label=f"M = {M:,} far")
+        errorbar_rows(ax1, d, rs, fmt="o", color=f"C{i}", ms=4, capsize=2, label=f"M = {M:,} far")
         ax1.plot(d, [r["theory"] for r in rs], "--", color=f"C{i}", lw=1)
     ax1.axhline(0, color="0.4", lw=0.8)
     ax1.set_xscale("log", base=2)
@@ -166,11 +164,8 @@ def plot(result: dict, outdir: Path) -> list[Path]:
         for t, col in tcol.items():
             rs = [r for r in tails if r["family"] == fam and r["t"] == t]
             d = np.array([r["d"] for r in rs]) * (1.06 if f_i else 1 / 1.06)  # side by side
-            est = np.array([max(r["estimate"], 1e-9) for r in rs])
-            ax2.errorbar(d, est, yerr=[est - np.clip([r["ci_low"] for r in rs], 1e-9, None),
-                                       np.array([r["ci_high"] for r in rs]) - est],
-                         fmt="os"[f_i % 2], mfc="none" if f_i else col, color=col, ms=4, capsize=2,
-                         label=f"{fam} ({rs[0]['law']}), t={t:g}")
+            errorbar_rows(ax2, d, rs, floor=1e-9, fmt="os"[f_i % 2], mfc="none" if f_i else col, color=col, ms=4,
+                          capsize=2, label=f"{fam} ({rs[0]['law']}), t={t:g}")
             ax2.plot(d, [r["bound"] for r in rs], "-" if rs[0]["law"] == "haar" else "-.", color=col, lw=1, alpha=0.7)
             if rs[0]["theory"] is not None:
                 ax2.plot(d, [max(r["theory"], 1e-12) for r in rs], ":", color=col, lw=1.2)
@@ -185,9 +180,7 @@ def plot(result: dict, outdir: Path) -> list[Path]:
     for i, fam in enumerate(dict.fromkeys(r["family"] for r in sup)):
         rs = [r for r in sup if r["family"] == fam]
         d = [r["d"] for r in rs]
-        ax3.errorbar(d, [r["estimate"] for r in rs], yerr=[[r["estimate"] - r["ci_low"] for r in rs],
-                     [r["ci_high"] - r["estimate"] for r in rs]], fmt="o", color=f"C{i}", ms=4, capsize=2,
-                     label=f"{fam} ({rs[0]['law']} far law)")
+        errorbar_rows(ax3, d, rs, fmt="o", color=f"C{i}", ms=4, capsize=2, label=f"{fam} ({rs[0]['law']} far law)")
         ax3.plot(d, [r["theory"] for r in rs], "--", color=f"C{i}", lw=1)
     ax3.set_xscale("log", base=2)
     ax3.set_yscale("log")

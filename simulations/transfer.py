@@ -35,11 +35,11 @@ from stylized.estimators import mean_ci
 from stylized.families import SO2Family, uniform_sphere
 from stylized.montecarlo import check_positive_int
 from stylized.montecarlo import progress as _progress
-from stylized.registry import Check, Option, int_list, register
+from stylized.registry import Check, Option, headline, int_list, register
 from stylized.sampling import equal_energy_query
 from stylized.scores import so2_context_inputs, so2_context_numba, so2_context_numpy
 
-from ._common import caption, family_from_params, family_options, new_figure, save_figure
+from ._common import caption, errorbar_rows, family_from_params, family_options, new_figure, save_figure
 
 NAME = "transfer"
 
@@ -136,9 +136,7 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
         "near_mean_weights": {str(L): r["mean_weights"].tolist() for L, r in per_L.items()},
         "runner_up_counts": {str(L): np.bincount(r["argmax"], minlength=D).tolist() for L, r in per_L.items()},
         "hist_target": _hists({L: r["target"] for L, r in per_L.items()}),
-        "headline": {"quantity": f"far mass ρ_D at L={Ls[-1]} (near pattern unchanged vs L={Ls[0]})",
-                     "estimate": h["estimate"], "ci_low": h["ci_low"], "ci_high": h["ci_high"],
-                     "n_samples": h["n_samples"], "theory": h["theory"], "verdict": verdict},
+        "headline": headline(f"far mass ρ_D at L={Ls[-1]} (near pattern unchanged vs L={Ls[0]})", h, verdict),
     }
 
 
@@ -174,8 +172,7 @@ def plot(result: dict, outdir: Path) -> list[Path]:
     ax2.legend(fontsize=8)
     fm = [r for r in result["rows"] if r["quantity"] == "far_mass"]
     Ls = [r["L"] for r in fm]
-    ax3.errorbar(Ls, [r["estimate"] for r in fm], yerr=[[r["estimate"] - r["ci_low"] for r in fm],
-                 [r["ci_high"] - r["estimate"] for r in fm]], fmt="o", ms=5, capsize=3, label="far mass ρ_D (MC)")
+    errorbar_rows(ax3, Ls, fm, fmt="o", ms=5, capsize=3, label="far mass ρ_D (MC)")
     Lg = np.geomspace(min(Ls), max(Ls), 100)
     ax3.plot(Lg, [far_mass_lower_bound(p["D"], x - p["D"], p["lam"]) for x in Lg], "k--", lw=1,
              label="lower bound M_L/(M_L+Ke^{2λ})")

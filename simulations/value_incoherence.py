@@ -26,7 +26,7 @@ import numpy as np
 from stylized.estimators import bonferroni_level, mean_ci
 from stylized.families import StepFamily
 from stylized.montecarlo import check_positive_int, chunked_generators, progress
-from stylized.registry import Check, Option, int_list, register
+from stylized.registry import Check, Option, headline, int_list, register
 from stylized.values import (
     chunk_size,
     correlation_pairs,
@@ -184,9 +184,7 @@ def run_incoherence(params: dict, *, seed: int, backend: str, progress: bool = T
     return {
         "holds": bool(inside == n_theory and incoherent and plug_ok),
         "rows": rows,
-        "headline": {"quantity": f"E||F_QKV||²/(ρ_D²||b||²) at M={big} ({fam.name})",
-                     "estimate": qkv["estimate"], "ci_low": qkv["ci_low"], "ci_high": qkv["ci_high"],
-                     "n_samples": qkv["n_samples"], "theory": qkv["theory"], "verdict": verdict},
+        "headline": headline(f"E||F_QKV||²/(ρ_D²||b||²) at M={big} ({fam.name})", qkv, verdict),
     }
 
 
@@ -362,15 +360,14 @@ def run_snr(params: dict, *, seed: int, backend: str, progress: bool = True) -> 
         "holds": bool(longer and inside == n_theory),
         "rows": rows,
         "horizons": horizons,
-        "headline": {
-            "quantity": f"signal-to-interference ratio of QKV at L={Ls[-1]} ({fam.name})",
-            "estimate": last[1]["estimate"], "ci_low": last[1]["ci_low"], "ci_high": last[1]["ci_high"],
-            "n_samples": trials, "theory": None,
-            "verdict": (f"Near target survives transport (E||P_n t − t||² ≤ {worst_near:.3g} for n < K={K}; "
+        "headline": headline(
+            f"signal-to-interference ratio of QKV at L={Ls[-1]} ({fam.name})", last[1],
+            n_samples=trials, theory=None,
+            verdict=(f"Near target survives transport (E||P_n t − t||² ≤ {worst_near:.3g} for n < K={K}; "
                         f"{inside}/{n_theory} inside the joint 95% interval of 2 − 2tᵀE[M]ⁿt). SIR = 1 horizon: "
                         f"QK {fmt(hk)}, QKV {fmt(hq)} tokens; at L={Ls[-1]} SIR QK {last[0]['estimate']:.3g}, "
                         f"QKV {last[1]['estimate']:.3g} (ρ_D={last[0]['far_mass']:.3f})."),
-        },
+        ),
     }
 
 
@@ -496,15 +493,13 @@ def run_independent(params: dict, *, seed: int, backend: str, progress: bool = T
     return {
         "holds": bool(inside == n_theory and ind_ok),
         "rows": rows,
-        "headline": {
-            "quantity": f"E||F||²/(ρ_D²||b||²), independent value stream, M={big} ({fam.name})",
-            "estimate": ind["estimate"], "ci_low": ind["ci_low"], "ci_high": ind["ci_high"],
-            "n_samples": ind["n_samples"], "theory": ind["theory"],
-            "verdict": (f"{params['weights']} weights, key_align={params['key_align']}: at M={big} same-transport QKV "
+        "headline": headline(
+            f"E||F||²/(ρ_D²||b||²), independent value stream, M={big} ({fam.name})", ind,
+            verdict=(f"{params['weights']} weights, key_align={params['key_align']}: at M={big} same-transport QKV "
                         f"{same['estimate']:.4g} [{same['ci_low']:.4g}, {same['ci_high']:.4g}], independent stream "
                         f"{ind['estimate']:.4g} [{ind['ci_low']:.4g}, {ind['ci_high']:.4g}], independent-weights plug-in "
                         f"{ind['plugin']:.4g}. The independent stream follows the plug-in on every M: {ind_ok}."),
-        },
+        ),
     }
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Option", "Check", "register", "load_checks", "get_check", "int_list", "float_list", "str_list"]
+__all__ = ["Option", "Check", "headline", "register", "load_checks", "get_check", "int_list", "float_list", "str_list"]
 
 
 def int_list(s: str | list) -> list[int]:
@@ -97,6 +97,13 @@ class Check:
             except ValueError as e:
                 raise ValueError(f"{opts[k].flag}: {e}") from None
         return params
+
+
+def headline(quantity: str, row: dict, verdict: str, **override) -> dict:
+    """A check's ``headline`` from one estimate row: its ``estimate``, ``ci_low``, ``ci_high``,
+    ``n_samples`` and ``theory`` (``override`` replaces any of them), plus ``quantity`` and ``verdict``."""
+    keys = ("estimate", "ci_low", "ci_high", "n_samples", "theory")
+    return {"quantity": quantity, **{k: row.get(k) for k in keys}, **override, "verdict": verdict}
 
 
 _REGISTRY: dict[str, Check] = {}
