@@ -12,6 +12,10 @@ case, ``s = 1`` at ``n = 0``).  Rows: ``P(s ≥ t)`` with its Wilson interval ag
 tail (``theory``) and the concentration bound (``bound``: Lévy ``exp(−d t²/2)`` or Hoeffding
 ``exp(−t²/(2Σa_b²))``).
 
+``--backend cupy``: the far scores (and the uniform-phase reference sample) are drawn on the device
+by :func:`~stylized.scores.far_scores` / :func:`~stylized.scores.uniform_phase_scores` in chunks of
+8192 trials; the tests run on the host.
+
 Verdict: the KS p-value is ≥ 0.01 (lazy Haar: KS on the scores after a Haar step, and a
 binomial test of the unmixed share against ``(1 − p)^n``, p ≥ 0.01) and every ``theory`` lies
 in its joint 95% interval (Bonferroni over the thresholds).  Below the window (small ``--n``) it must fail.
@@ -48,9 +52,10 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
     d = fam.d
     q = equal_energy_query(d)
     k = q
-    chunks = chunked_generators(trials, seed, chunk=1024)
+    chunk = 1024 if backend != "cupy" else 8192
+    chunks = chunked_generators(trials, seed, chunk=chunk)
     s = np.concatenate([far_scores(fam, n, size, rng, backend, q, k)
-                        for size, rng in _progress(chunks, total=-(-trials // 1024), desc=NAME, enabled=progress)])
+                        for size, rng in _progress(chunks, total=-(-trials // chunk), desc=NAME, enabled=progress)])
     law = far_law_name(fam)
     unmixed = (1.0 - getattr(fam, "p", 1.0)) ** n if fam.kind == "haar" else None
     level = bonferroni_level(0.95, len(ts))
@@ -68,7 +73,7 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
         ref_est = [None] * len(ts)
     else:
         a = np.hypot(q[0::2], q[1::2]) * np.hypot(k[0::2], k[1::2])
-        ref = uniform_phase_scores(a, 4 * trials, np.random.default_rng([seed, 99]))
+        ref = uniform_phase_scores(a, 4 * trials, np.random.default_rng([seed, 99]), backend)
         ks = stats.ks_2samp(s, ref)
         ref_est = tail_estimates(ref, ts)
         theory = [e.estimate for e in ref_est]
@@ -180,5 +185,6 @@ CHECK = register(Check(
     run=run,
     plot=plot,
     module="simulations.haar_law",
+    backends=("numpy", "numba", "cupy"),
     extra={"order": 0},
 ))

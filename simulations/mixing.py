@@ -11,7 +11,8 @@ Two further parts (top-level keys of the result):
 * ``windows``: for each context length ``L`` (``--L``), independent contexts of length ``L``
   are simulated; the correlation ``qᵀ P_{j→i} q`` is averaged over the pairs ``(j, i)`` of route
   length ``n`` inside each context (SO(2): every pair, by FFT; O(d) families: queries on a
-  stride grid), with a Student-t interval over contexts.  The measured window is the first
+  stride grid), with a Student-t band over contexts at the joint level 95% over all measured
+  windows (Bonferroni: ``1 − 0.05/(2·#windows)`` quantile).  The measured window is the first
   ``n`` where the correlation falls below ``ε`` (``--eps``), with the interval
   ``[first n with ci_high… ci_low < ε]``; it is compared with the exact first crossing
   ``n* = min{n : qᵀE[M]ⁿq < ε}`` and the bound ``W(ε) = ⌈ln ε / ln(1 − γ)⌉ ≥ n*``.
@@ -19,6 +20,11 @@ Two further parts (top-level keys of the result):
 * ``op_norm``: ``‖E[P_n]‖_op`` from the mean of ``--trials-op`` sampled dense products at
   ``d = --d-op`` (≤ 32), with a bootstrap interval ``‖Ê‖ ± h``, ``h`` the joint-95% (Bonferroni) level of
   ``‖Ê* − Ê‖`` (triangle inequality), against ``‖E[M]ⁿ‖_op`` and ``(1 − γ)ⁿ``.
+
+``--backend cupy``: the chains and the in-context windows are simulated on the device through the
+array namespace (the same code as numpy: :func:`stylized.sampling.sample_overlaps`, the NumPy twins of
+the window kernels run batched over contexts); only the small dense ``op_norm`` part (``d ≤ 32``,
+SciPy's Haar sampler) stays on the host, identical for every backend.
 
 Verdict: every row's theory value lies inside its Bonferroni-corrected interval
 (joint 95% over all rows), ``|qᵀ E[M]^n q| ≤ (1 − γ)^n``, every measured window interval
@@ -34,11 +40,12 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from stylized.backend import array_namespace, to_numpy, xp_generator
 from stylized.estimators import bonferroni_level, mean_ci
 from stylized.families import SO2Family, StepFamily
 from stylized.montecarlo import check_positive_int, chunked_generators, progress
 from stylized.registry import Check, Option, headline, int_list, register
-from stylized.sampling import equal_energy_query, sample_overlaps
+from stylized.sampling import XP_CHUNK_ELEMENTS, equal_energy_query, sample_overlaps, sample_steps
 from stylized.scores import (
     first_crossing,
     haar_window_sums,
@@ -61,11 +68,13 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
     _validate_extra(params)
     rows, summary = [], []
     level = bonferroni_level(0.95, len(fams) * ns.size)
+    chunk = 256 if backend != "cupy" else 4096  # chains per chunk (cupy: all trials at once, blocks of steps)
     for f_idx, fam in enumerate(fams):
         q = equal_energy_query(fam.d)
+        chunks = chunked_generators(trials, seed + 1000 * f_idx, chunk)
         samples = np.concatenate([
             sample_overlaps(fam, ns, size, rng, backend, q=q)
-            for size, rng in _progress(chunked_generators(trials, seed + 1000 * f_idx), trials, fam.name, progress)
+            for size, rng in _progress(chunks, -(-trials // chunk), fam.name, progress)
         ])
         gamma = fam.spectral_gap
         for c, n in enumerate(ns):
@@ -123,6 +132,7 @@ def _window_part(fams: list[StepFamily], params: dict, seed: int, backend: str) 
     if not Ls or Ls[0] < 2:
         raise ValueError(f"L must be a list of context lengths ≥ 2, got {params['L']!r}")
     steps = check_positive_int("window_steps", params["window_steps"], 2 * Ls[-1])
+    level = 1.0 - 0.025 / (len(fams) * len(Ls))  # the verdict needs every window: Bonferroni over all of them
     out = []
     for f_idx, fam in enumerate(fams):
         q = equal_energy_query(fam.d)
@@ -133,7 +143,7 @@ def _window_part(fams: list[StepFamily], params: dict, seed: int, backend: str) 
             chains = max(2, steps // L)
             curves, nmax = _context_curves(fam, q, L, chains, rng, backend, W)
             m = curves.mean(axis=0)
-            half = stats.t.ppf(0.975, chains - 1) * curves.std(axis=0, ddof=1) / math.sqrt(chains)
+            half = stats.t.ppf(level, chains - 1) * curves.std(axis=0, ddof=1) / math.sqrt(chains)
             ns = np.arange(nmax + 1)
             cr = first_crossing(ns, m, m - half, m + half, eps)
             if n_star is not None and n_star <= nmax:
@@ -172,27 +182,35 @@ def _exact_crossing(fam: StepFamily, q: np.ndarray, eps: float, L: int) -> int |
 
 
 def _context_curves(fam: StepFamily, q: np.ndarray, L: int, chains: int, rng, backend: str, W: float):
-    """Per-context mean of ``qᵀ P_{i−n→i} q`` over the routes of length ``n`` inside it: ``(chains, nmax+1)``."""
+    """Per-context mean of ``qᵀ P_{i−n→i} q`` over the routes of length ``n`` inside it: ``(chains, nmax+1)``.
+
+    Contexts are simulated in groups (SO(2): ``2¹⁶/L`` per FFT batch; O(d) families: one at a time on
+    numpy/numba, keeping NumPy's stream, and ``XP_CHUNK_ELEMENTS/(L·d)`` at once on cupy); returns host NumPy.
+    """
+    xp, xrng = array_namespace(backend), xp_generator(backend, rng)
     if isinstance(fam, SO2Family):
         nmax = L - 1
-        w = q[0::2] ** 2 + q[1::2] ** 2
+        w = xp.asarray(q[0::2] ** 2 + q[1::2] ** 2)
         batch = max(1, (1 << 16) // L)
         curves = []
         for s in range(0, chains, batch):
             b = min(batch, chains - s)
-            curves.append(so2_pair_correlation(fam.rvs(b * L, rng).reshape(b, L, -1), nmax) @ w)
+            curves.append(to_numpy(so2_pair_correlation(sample_steps(fam, (b, L), xrng, backend), nmax) @ w))
         return np.concatenate(curves), nmax
     nmax = int(min(L - 1, max(8, math.ceil(3 * W))))
     stride = _stride(L, nmax)
-    out = np.empty((chains, nmax + 1))
-    for c in range(chains):
-        if fam.kind == "householder":
-            f = householder_window_sums_numba if backend == "numba" else householder_window_sums_numpy
-            sums, counts = f(fam.rvs(L, rng), q, stride, nmax)
+    group = 1 if backend != "cupy" else max(1, XP_CHUNK_ELEMENTS // (L * fam.d))
+    curves = []
+    for s in range(0, chains, group):
+        steps = sample_steps(fam, (min(group, chains - s), L), xrng, backend)
+        if fam.kind == "haar":
+            sums, counts = haar_window_sums(steps, xrng, fam.d, stride, nmax, float(q @ q))
+        elif backend == "numba":
+            sums, counts = householder_window_sums_numba(steps[0], q, stride, nmax)
         else:
-            sums, counts = haar_window_sums(fam.rvs(L, rng), rng, fam.d, stride, nmax, float(q @ q))
-        out[c] = sums / counts
-    return out, nmax
+            sums, counts = householder_window_sums_numpy(steps, q, stride, nmax)
+        curves.append(to_numpy(sums).reshape(-1, nmax + 1) / counts)
+    return np.concatenate(curves), nmax
 
 
 def _op_norm_part(params: dict, seed: int) -> list[dict]:
@@ -332,5 +350,6 @@ CHECK = register(Check(
     run=run,
     plot=plot,
     module="simulations.mixing",
+    backends=("numpy", "numba", "cupy"),
     extra={"order": 0},
 ))

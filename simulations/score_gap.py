@@ -19,6 +19,10 @@ Four kinds of rows (column ``kind``), for each family of ``--family`` and each `
   exactly as ``F^{-1}(V^{1/M})``; ``theory = λ(c_near − E[max])``.  Haar far law only (the
   maximum of ``M`` uniform-phase sums has no cheap exact sampler).
 
+``--backend cupy``: the far scores, the near routes and the uniforms of the maximum sampler are drawn
+on the device (:func:`~stylized.sampling.haar_coordinates`, :func:`~stylized.scores.uniform_phase_scores`,
+:func:`~stylized.sampling.sample_overlaps`); each sample comes to the host once for the intervals.
+
 Verdict: every theory value lies in its joint 95% interval (Bonferroni over all rows with a
 theory), and no tail estimate exceeds its bound beyond its interval (``ci_low ≤ bound``).
 """
@@ -30,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from stylized.backend import to_numpy, xp_generator
 from stylized.bounds import haar_coordinate_tail, hoeffding_tail, levy_tail
 from stylized.estimators import bonferroni_level, mean_ci, proportion_ci
 from stylized.montecarlo import check_positive_int
@@ -73,10 +78,12 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
         for d_idx, d in enumerate(ds):
             fam = family_from_params({**params, "d": d}, name)
             rng = np.random.default_rng([seed, f_idx, d_idx])
+            xrng = xp_generator(backend, rng)  # rng itself on numpy/numba
             q = equal_energy_query(d)
             law = far_law_name(fam)
             a = np.hypot(q[0::2], q[1::2]) ** 2
-            far = haar_coordinates(rng, trials, d) if law == "haar" else uniform_phase_scores(a, trials, rng)
+            far = (to_numpy(haar_coordinates(xrng, (trials,), d)) if law == "haar"
+                   else uniform_phase_scores(a, trials, rng, backend))
             base = {"family": name, "d": d, "law": law}
             bnd = levy_tail(np.array(ts), d) if law == "haar" else hoeffding_tail(np.array(ts), a)
             for t, b in zip(ts, bnd):
@@ -101,7 +108,7 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
                 continue
             s_near = sample_overlaps(fam, [nt], t_near, rng, backend, q=q)[:, 0] if nt else np.ones(t_near)
             for M in Ms:
-                gap = lam * (s_near - haar_max_quantile_samples(rng, t_near, d, M))
+                gap = lam * (s_near - haar_max_quantile_samples(xrng, t_near, d, M))
                 e = mean_ci(gap)
                 rows.append({"kind": "gap", **base, "t": None, "n": nt, "M": M, **e.as_row(),
                              "theory": lam * (c_near - haar_expected_max(d, M)), "bound": None,
@@ -213,5 +220,6 @@ CHECK = register(Check(
     run=run,
     plot=plot,
     module="simulations.score_gap",
+    backends=("numpy", "numba", "cupy"),
     extra={"order": 1},
 ))

@@ -17,6 +17,11 @@ t-test on the far mass.  Rows: one per ``L`` and quantity (``quantity`` = ``near
 ``near_entropy``, ``far_mass``), ``theory`` = the far-mass lower bound ``M_L/(M_L + K e^{2λ})`` on the
 far-mass rows.
 
+``--backend cupy``: contexts are drawn and swept on the device, as many per chunk as
+:data:`~stylized.sampling.XP_CHUNK_ELEMENTS` allows (SO(2): :func:`~stylized.scores.so2_context_inputs_xp`
+with the namespace form of :func:`~stylized.scores.so2_context_numpy`; O(d) families:
+:func:`~stylized.scores.transport_context_xp`); near logits and far LSEs come back per chunk, the tests run on the host.
+
 Verdict: the three near-pattern tests do not reject (each p ≥ 0.05/3, Bonferroni) while the far
 mass differs between the lengths (Welch p < 0.001).
 """
@@ -30,14 +35,22 @@ from scipy import stats
 from scipy.special import logsumexp
 
 from stylized.attention import check_lambda, scores
+from stylized.backend import to_numpy, xp_generator
 from stylized.bounds import far_mass_lower_bound
 from stylized.estimators import mean_ci
-from stylized.families import SO2Family, uniform_sphere
+from stylized.families import SO2Family, SO2Uniform, uniform_sphere
+from stylized.kernels import so2_context_sampled
 from stylized.montecarlo import check_positive_int
 from stylized.montecarlo import progress as _progress
 from stylized.registry import Check, Option, headline, int_list, register
-from stylized.sampling import equal_energy_query
-from stylized.scores import so2_context_inputs, so2_context_numba, so2_context_numpy
+from stylized.sampling import XP_CHUNK_ELEMENTS, equal_energy_query
+from stylized.scores import (
+    so2_context_inputs,
+    so2_context_inputs_xp,
+    so2_context_numba,
+    so2_context_numpy,
+    transport_context_xp,
+)
 
 from ._common import caption, errorbar_rows, family_from_params, family_options, new_figure, save_figure
 
@@ -46,14 +59,35 @@ NAME = "transfer"
 
 def near_and_far(family, L: int, D: int, lam: float, target_n: int, trials: int, rng, backend: str,
                  chunk: int = 2) -> tuple[np.ndarray, np.ndarray]:
-    """``trials`` contexts of length ``L``: near logits ``λ s_n`` (``(trials, D)``, ``n < D``) and far ``log Σ e^{λ s}``."""
+    """``trials`` contexts of length ``L``: near logits ``λ s_n`` (``(trials, D)``, ``n < D``) and far ``log Σ e^{λ s}``.
+
+    numba with a uniform-angle SO(2) family: all contexts in one fused kernel that draws its own steps and keys
+    (:func:`stylized.kernels.so2_context_sampled`, keyed by one integer from ``rng``).  numpy/numba otherwise:
+    ``chunk`` contexts at a time from the NumPy Generator ``rng``.  cupy: drawn and swept on the
+    device, ``XP_CHUNK_ELEMENTS / (L·d/2)`` contexts per chunk (SO(2)) or ``XP_CHUNK_ELEMENTS / L`` (O(d)
+    families, whose sweep walks the route one step at a time over all of them); host arrays back.
+    """
     d = family.d
     q = equal_energy_query(d)
+    so2 = isinstance(family, SO2Family)
+    if backend == "cupy":
+        xrng = xp_generator(backend, rng)
+        chunk = max(1, XP_CHUNK_ELEMENTS // (L * (d // 2 if so2 else 1)))
     near = np.empty((trials, D))
     far = np.empty(trials)
     for s in range(0, trials, chunk):
         e = min(trials, s + chunk)
-        if isinstance(family, SO2Family):
+        if backend == "cupy":
+            if so2:
+                nr, fl = so2_context_numpy(*so2_context_inputs_xp(family, L, e - s, xrng, q, target_n), lam, D)
+            else:
+                nr, fl = transport_context_xp(family, L, e - s, xrng, q, lam, D, target_n)
+            near[s:e], far[s:e] = lam * to_numpy(nr), to_numpy(fl)
+            continue
+        if backend == "numba" and isinstance(family, SO2Uniform):  # draws fused into the sweep kernel
+            nr, fl = so2_context_sampled(family, L, trials, int(rng.integers(2**63)), q, lam, D, target_n)
+            return lam * nr, fl
+        if so2:
             theta, dot, cross = so2_context_inputs(family, L, e - s, rng, q, target_n)
             f = so2_context_numba if backend == "numba" else so2_context_numpy
             nr, fl = f(theta, dot, cross, lam, D)
@@ -202,6 +236,7 @@ CHECK = register(Check(
     run=run,
     plot=plot,
     module="simulations.transfer",
+    backends=("numpy", "numba", "cupy"),
     extra={"order": 2},
 ))
 

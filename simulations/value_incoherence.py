@@ -15,6 +15,11 @@ Five checks share one Monte Carlo engine (:func:`stylized.values.far_energy_samp
 * ``value-snr``: near signal vs far interference against the context length, QK vs QKV;
 * ``value-noncommutative``: Householder and Haar steps, softmax weights on the same rotations;
 * ``value-independent-stream``: values rotated by an independent angle stream (the author's QKV).
+
+Every check runs with ``--backend numpy | numba | cupy`` through the same engine: numpy and numba
+draw the same NumPy stream (identical numbers); cupy runs that code on the GPU with a device
+Generator per chunk and larger chunks (:func:`stylized.values.chunk_size`), samples copied to the
+host once per chunk; the estimators and intervals always run on the host.
 """
 
 from __future__ import annotations
@@ -67,12 +72,13 @@ def _Ms(params: dict) -> list[int]:
 
 
 def _samples(fam: StepFamily, M: int, params: dict, seed: int, *, weights: str, key_align: float,
-             independent: bool = False, show: bool = False) -> dict[str, np.ndarray]:
-    """All trials for one (family, M): per-trial arrays, concatenated over chunks."""
+             independent: bool = False, show: bool = False, backend: str = "numpy") -> dict[str, np.ndarray]:
+    """All trials for one (family, M): per-trial host arrays, concatenated over chunks."""
     trials = check_positive_int("trials", params["trials"], 2)
-    chunk = chunk_size(fam, params["D"] + M, dense=fam.kind == "haar" and weights != "equal")
+    chunk = chunk_size(fam, params["D"] + M, dense=fam.kind == "haar" and weights != "equal", backend=backend)
     parts = [far_energy_samples(fam, M, params["D"], size, rng, weights=weights, lam=params["lam"],
-                                key_align=key_align, noise=params["noise"], independent=independent)
+                                key_align=key_align, noise=params["noise"], independent=independent,
+                                backend=backend)
              for size, rng in progress(chunked_generators(trials, seed, chunk), total=-(-trials // chunk),
                                        desc=f"{fam.name} M={M}", enabled=show)]
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
@@ -88,11 +94,11 @@ def _theory(fam: StepFamily, variant: str, M: int, params: dict, weights: str) -
 
 
 def _energy_rows(fam: StepFamily, params: dict, seed: int, variants: tuple[str, ...], *, weights: str,
-                 key_align: float, show: bool, extra: dict | None = None) -> list[dict]:
+                 key_align: float, show: bool, backend: str, extra: dict | None = None) -> list[dict]:
     rows = []
     for m_idx, M in enumerate(_Ms(params)):
         s = _samples(fam, M, params, seed + 7919 * m_idx, weights=weights, key_align=key_align,
-                     independent="qkv-indep" in variants, show=show)
+                     independent="qkv-indep" in variants, show=show, backend=backend)
         plug = mean_ci(s["plugin"])
         for v in variants:
             est = mean_ci(s[v])
@@ -159,7 +165,7 @@ def run_incoherence(params: dict, *, seed: int, backend: str, progress: bool = T
     _check_common(params)
     fam = family_from_params(params)
     rows = _energy_rows(fam, params, seed, ("qk", "qkv"), weights=params["weights"],
-                        key_align=params["key_align"], show=progress)
+                        key_align=params["key_align"], show=progress, backend=backend)
     inside, n_theory = _mark_joint(rows)
     big = max(_Ms(params))
     qk = next(r for r in rows if r["variant"] == "qk" and r["M"] == big)
@@ -253,7 +259,8 @@ def run_scaling(params: dict, *, seed: int, backend: str, progress: bool = True)
     params = {**params, "weights": "equal", "key_align": 0.0, "lam": 0.0}
     _check_common(params)
     fam = family_from_params(params)
-    rows = _energy_rows(fam, params, seed, ("qk", "qkv"), weights="equal", key_align=0.0, show=progress)
+    rows = _energy_rows(fam, params, seed, ("qk", "qkv"), weights="equal", key_align=0.0, show=progress,
+                        backend=backend)
     inside, n_theory = _mark_joint(rows)
     fits = {}
     for v in ("qk", "qkv"):
@@ -326,9 +333,9 @@ def run_snr(params: dict, *, seed: int, backend: str, progress: bool = True) -> 
     q, t, b = _snr_vectors(fam.d)
     rows, overlaps = [], []
     for l_idx, L in enumerate(Ls):
-        chunk = chunk_size(fam, L)
+        chunk = chunk_size(fam, L, backend=backend)
         parts = [snr_samples(fam, L, K, size, rng, lam=params["lam"], key_align=params["key_align"],
-                             noise=params["noise"], q=q, t=t, b=b)
+                             noise=params["noise"], q=q, t=t, b=b, backend=backend)
                  for size, rng in _bar(chunked_generators(trials, seed + 104729 * l_idx, chunk),
                                        -(-trials // chunk), f"snr L={L}", progress)]
         s = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
@@ -416,7 +423,7 @@ def run_noncommutative(params: dict, *, seed: int, backend: str, progress: bool 
         fam = family_from_params(params, name)
         for m_idx, (mode, (w, a)) in enumerate(MODES.items()):
             rows += _energy_rows(fam, params, seed + 1000 * f_idx + 100 * m_idx, ("qkv",), weights=w, key_align=a,
-                                 show=progress, extra={"mode": mode})
+                                 show=progress, backend=backend, extra={"mode": mode})
         floors[name] = haar_tilt_floor(fam.d, params["lam"])
     inside, n_theory = _mark_joint(rows)
     big = max(_Ms(params))
@@ -483,7 +490,7 @@ def run_independent(params: dict, *, seed: int, backend: str, progress: bool = T
     _check_common(params)
     fam = family_from_params(params)
     rows = _energy_rows(fam, params, seed, ("qk", "qkv", "qkv-indep"), weights=params["weights"],
-                        key_align=params["key_align"], show=progress)
+                        key_align=params["key_align"], show=progress, backend=backend)
     inside, n_theory = _mark_joint(rows)
     big = max(_Ms(params))
     same = next(r for r in rows if r["variant"] == "qkv" and r["M"] == big)
@@ -548,8 +555,8 @@ register(Check(
     options=family_options("so2-uniform", 64) + (
         Option("M", [1, 4, 16, 64, 256, 1024], "far counts M (comma list)", int_list), _D, _W, _LAM, _KA, _NOISE,
         Option("trials", 2000, "Monte Carlo routes per M", int)),
-    run=run_incoherence, plot=plot_incoherence, module="simulations.value_incoherence", backends=("numpy", "numba"),
-    extra={"order": 0},
+    run=run_incoherence, plot=plot_incoherence, module="simulations.value_incoherence",
+    backends=("numpy", "numba", "cupy"), extra={"order": 0},
 ))
 
 register(Check(
@@ -558,7 +565,8 @@ register(Check(
     options=family_options("so2-uniform", 64) + (
         Option("M", [16, 32, 64, 128, 256, 512, 1024, 2048, 4096], "far counts M (comma list)", int_list), _D, _NOISE,
         Option("trials", 400, "Monte Carlo routes per M", int)),
-    run=run_scaling, plot=plot_scaling, module="simulations.value_incoherence", extra={"order": 1},
+    run=run_scaling, plot=plot_scaling, module="simulations.value_incoherence",
+    backends=("numpy", "numba", "cupy"), extra={"order": 1},
 ))
 
 register(Check(
@@ -569,7 +577,8 @@ register(Check(
         Option("L", [64, 256, 1024, 4096, 16384, 65536], "context lengths L (comma list)", int_list),
         Option("K", 4, "near sources (route lengths 0 … K−1) carrying the target value t, key q", int),
         _with_default((_LAM,), lam=8.0)[0], _KA, _NOISE, Option("trials", 100, "Monte Carlo queries per L", int)),
-    run=run_snr, plot=plot_snr, module="simulations.value_incoherence", extra={"order": 2},
+    run=run_snr, plot=plot_snr, module="simulations.value_incoherence",
+    backends=("numpy", "numba", "cupy"), extra={"order": 2},
 ))
 
 register(Check(
@@ -580,7 +589,8 @@ register(Check(
                                                                           "haar"]) + (
         Option("M", [4, 16, 64, 256], "far counts M (comma list)", int_list), _D, _LAM, _NOISE,
         Option("trials", 200, "Monte Carlo routes per (family, weights, M)", int)),
-    run=run_noncommutative, plot=plot_noncommutative, module="simulations.value_incoherence", extra={"order": 3},
+    run=run_noncommutative, plot=plot_noncommutative, module="simulations.value_incoherence",
+    backends=("numpy", "numba", "cupy"), extra={"order": 3},
 ))
 
 register(Check(
@@ -591,7 +601,8 @@ register(Check(
         Option("M", [4, 16, 64, 256, 1024], "far counts M (comma list)", int_list), _D,
         _with_default((_W,), weights="softmax")[0], _LAM, _with_default((_KA,), key_align=1.0)[0], _NOISE,
         Option("trials", 500, "Monte Carlo routes per M", int)),
-    run=run_independent, plot=plot_independent, module="simulations.value_incoherence", extra={"order": 4},
+    run=run_independent, plot=plot_independent, module="simulations.value_incoherence",
+    backends=("numpy", "numba", "cupy"), extra={"order": 4},
 ))
 
 __all__ = ["fit_exponent"]

@@ -1,7 +1,10 @@
 """Hot loops: Numba kernels with their vectorised NumPy twins (same inputs, same outputs).
 
-Random numbers never come from inside a kernel: callers draw them with NumPy
-Generators and pass arrays in.  Each kernel ``foo_numba`` has a reference ``foo_numpy``
+Most kernels take their random numbers as arrays drawn with NumPy Generators.  The two
+*fused* kernels (the Householder route and the SO(2) sweep) draw inside the kernel from the
+counter-based stream of :mod:`stylized.counter_rng` — a draw depends on (key, index) only,
+so results never depend on threads — because drawing the inputs with NumPy was measured to
+cost 10–20× the kernel itself.  Each kernel ``foo_numba`` has a reference ``foo_numpy``
 and :func:`kernel` picks one by backend name.
 
 * ``so2_scores``: ``s_j = Σ_b cos(A_{j,b}) ⟨q_b, k_{j,b}⟩ + sin(A_{j,b}) (q_b × k_{j,b})``
@@ -11,23 +14,44 @@ and :func:`kernel` picks one by backend name.
 * ``householder_overlaps``: ``qᵀ P_n q`` along a chain of reflections for many trials at
   the route lengths ``ns`` (the mixing check's estimator).
 * :func:`householder_route`: ``u_j = P_{j→i}ᵀ q`` for all ``j`` *including the random draws*:
-  the Gaussian draws come from a NumPy ``Generator`` passed into the kernel (Numba runs
-  NumPy's own ziggurat on the same bit generator, so the stream is NumPy's), the
-  reflection vector ``w = g/||g||`` is never stored (only ``g·u`` and ``||g||²`` are
-  needed), and the route is cut into segments run in parallel threads, glued exactly
-  in law by one reflection per segment (see :func:`householder_route`).
+  the Gaussian draws are Box–Muller pairs from the counter-based stream of
+  :mod:`stylized.counter_rng`, computed in a SIMD loop inside the kernel; the reflection
+  vector ``w = g/||g||`` is never stored (only ``g·u`` and ``||g||²`` are needed), and the
+  route is cut into segments run in parallel threads, glued exactly in law by one
+  reflection per segment (see :func:`householder_route`).
+* ``so2_context_counter``: the SO(2) attention sweep (near scores and far log-sum-exp of one query
+  over ``L`` sources) *with its random draws fused in*: step angles and uniform keys come from
+  the counter-based stream of :mod:`stylized.counter_rng` inside one SIMD loop over planes, so
+  nothing of size ``L`` is ever drawn or stored (:func:`so2_context_sampled`);
+  :func:`so2_context_counter_inputs` rebuilds the same draws in NumPy for the reference.
 """
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 
+from .counter_rng import (
+    GOLDEN,
+    box_muller,
+    draw,
+    log_unit,
+    mix64_np,
+    sincos,
+    stream_keys,
+    unit_from_high,
+    unit_from_low,
+    unit_open,
+)
 from .transport import route_angles
 
 __all__ = ["kernel", "so2_scores_numpy", "so2_scores_numba", "householder_queries_numpy",
            "householder_queries_numba", "householder_overlaps_numpy", "householder_overlaps_numba",
-           "householder_route", "householder_route_numpy", "householder_chain_numba"]
+           "householder_route", "householder_route_numpy", "householder_chain_numba", "householder_chain_normals",
+           "so2_context_counter",
+           "so2_context_counter_inputs", "so2_context_sampled"]
 
 # Reassociation lets LLVM vectorise the dot products (a few ulps of difference, no change in law).
 _FAST = {"reassoc", "contract", "nsz", "arcp"}
@@ -115,35 +139,64 @@ def householder_overlaps_numba(w, q, ns):
     return out
 
 
-@numba.njit(cache=True, fastmath=_FAST, nogil=True)
-def householder_chain_numba(rng, u0, U, start_row):
+@numba.njit(cache=True, fastmath=_FAST, nogil=True, error_model="numpy")
+def householder_chain_numba(key, u0, U, start_row):
     """Fill ``U`` (``(m, d)``) backwards along a chain of uniform Householder steps.
 
     With ``start_row`` the chain starts at ``U[m−1] = u0``; otherwise ``u0`` is the row
     just after ``U`` and ``U[m−1] = H u0``.  Then ``U[j] = H_{j+1} U[j+1]``, ``H = I − 2 w wᵀ``,
-    ``w = g/||g||`` with ``g`` standard normal drawn inside the kernel from the NumPy
-    Generator ``rng``: ``U[j] = U[j+1] − 2 g (g·U[j+1]) / ||g||²`` (``w`` is never stored).
+    ``w = g/||g||``: ``U[j] = U[j+1] − 2 g (g·U[j+1]) / ||g||²`` (``w`` is never stored).  The
+    ``t``-th step's standard normal ``g`` comes from the Box–Muller pairs ``tP … tP + P − 1``
+    (``P = ⌈d/2⌉``) of the counter stream ``key`` (:func:`stylized.counter_rng.box_muller`): pair
+    ``tP + p`` gives ``(g_p, g_{P+p})``; for odd ``d`` the last ``sin`` is unused.
     """
     m, d = U.shape
-    g = np.empty(d)
-    u = u0.copy()
+    P = (d + 1) // 2
+    blk = 64  # steps whose normals are drawn in one flat SIMD loop
+    gc = np.empty(blk * P)  # g_0 … g_{P−1} of each step
+    gs = np.empty(blk * P)  # g_P … g_{d−1} (the last is unused for odd d)
+    gc2 = gc.reshape((blk, P))
+    gs2 = gs.reshape((blk, P))
+    ua = u0[:P].copy()  # the route vector, split the same way
+    ub = np.zeros(P)
+    ub[: d - P] = u0[P:]
     first = m - 1
     if start_row:
-        for a in range(d):
-            U[m - 1, a] = u0[a]
+        U[m - 1] = u0
         first = m - 2
-    for j in range(first, -1, -1):
-        for a in range(d):
-            g[a] = rng.standard_normal()
-        nn = 0.0
-        c = 0.0
-        for a in range(d):
-            nn += g[a] * g[a]
-            c += g[a] * u[a]
-        f = 2.0 * c / nn
-        for a in range(d):
-            u[a] -= f * g[a]
-            U[j, a] = u[a]
+    for j0 in range(first, -1, -blk):
+        nb = min(blk, j0 + 1)
+        t0 = first - j0  # steps done so far; step t uses Box–Muller pairs tP + p
+        base = np.uint64(P) * np.uint64(t0)
+        for k in range(nb * P):
+            gc[k], gs[k] = box_muller(key, base + np.uint64(k))
+        if d < 2 * P:
+            for tt in range(nb):
+                gs2[tt, P - 1] = 0.0
+        for tt in range(nb):
+            nn = 0.0
+            c = 0.0
+            for p in range(P):
+                nn += gc2[tt, p] * gc2[tt, p] + gs2[tt, p] * gs2[tt, p]
+                c += gc2[tt, p] * ua[p] + gs2[tt, p] * ub[p]
+            f = 2.0 * c / nn
+            row = j0 - tt
+            for p in range(P):
+                ua[p] -= f * gc2[tt, p]
+                ub[p] -= f * gs2[tt, p]
+                U[row, p] = ua[p]
+            for p in range(d - P):
+                U[row, P + p] = ub[p]
+
+
+def householder_chain_normals(key: int, steps: int, d: int) -> np.ndarray:
+    """NumPy rebuild of the normals ``g`` that :func:`householder_chain_numba` draws for its first ``steps`` steps."""
+    P = (d + 1) // 2
+    t = np.arange(2 * P * steps, dtype=np.uint64).reshape(steps, P, 2)
+    z = mix64_np(np.uint64(key) + (t + np.uint64(1)) * np.uint64(GOLDEN))
+    r = np.sqrt(-2.0 * np.log(((z[..., 0] >> np.uint64(11)) + np.uint64(1)).astype(float) / 2.0**53))
+    phi = 2.0 * np.pi * ((z[..., 1] >> np.uint64(32)).astype(float) + 0.5) / 2.0**32
+    return np.concatenate([r * np.cos(phi), r * np.sin(phi)], axis=-1)[:, :d]
 
 
 @numba.njit(cache=True, fastmath=_FAST, nogil=True)
@@ -183,8 +236,8 @@ def householder_route(q: np.ndarray, L: int, seed: int | np.random.SeedSequence 
 
     Exact in law, draws included, in ``O(L·d)``.  The route is cut into ``segments``
     pieces; piece 0 (nearest ``i``) starts from ``q``, piece ``k ≥ 1`` from the fixed
-    ``e = ||q|| e_1``, each in its own thread with its own ``Generator(SFC64)`` spawned from
-    ``SeedSequence(seed)``.  Piece ``k`` is glued to the end ``u`` of piece ``k−1`` by the
+    ``e = ||q|| e_1``, each in its own thread with its own counter stream keyed from
+    ``SeedSequence(seed)`` (:func:`householder_chain_numba`).  Piece ``k`` is glued to the end ``u`` of piece ``k−1`` by the
     reflection ``R`` with ``R e = u``: since ``R H_w Rᵀ = H_{Rw}`` and ``Rw`` is again uniform
     and independent of ``u``, ``R V_j`` has exactly the law of the chain continued from
     ``u`` (the realised reflection vectors are ``R w``).  The result depends on ``seed`` and
@@ -204,13 +257,13 @@ def householder_route(q: np.ndarray, L: int, seed: int | np.random.SeedSequence 
     U = np.empty((L, d))
     segments = max(1, min(int(segments), L))
     ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    rngs = [np.random.Generator(np.random.SFC64(s)) for s in ss.spawn(segments)]
+    keys = stream_keys(ss, segments)
     # piece k holds rows [edges[k+1], edges[k]) counted from the query end
     edges = np.linspace(L, 0, segments + 1).round().astype(int)
     e = np.zeros(d)
     e[0] = np.linalg.norm(q)
     pool = _pool()
-    jobs = [pool.submit(householder_chain_numba, rngs[k], q if k == 0 else e, U[edges[k + 1]:edges[k]], k == 0)
+    jobs = [pool.submit(householder_chain_numba, keys[k], q if k == 0 else e, U[edges[k + 1]:edges[k]], k == 0)
             for k in range(segments)]
     for job in jobs:
         job.result()
@@ -227,6 +280,121 @@ def householder_route(q: np.ndarray, L: int, seed: int | np.random.SeedSequence 
     for job in jobs:
         job.result()
     return U
+
+
+@numba.njit(inline="always")
+def lse_push(m, acc, x):
+    """One step of a streamed log-sum-exp: ``(m, acc)`` with ``LSE = m + ln acc`` absorbs the logit ``x``."""
+    if x > m:
+        return x, acc * math.exp(m - x) + 1.0
+    return m, acc + math.exp(x - m)
+
+
+@numba.njit(inline="always")
+def renormalize_phases(zr, zi):
+    """``e^{iA_b} ← e^{iA_b}/|e^{iA_b}|`` for every plane (rounding drift of a long product of rotations)."""
+    for b in range(zr.shape[0]):
+        nr = 1.0 / math.sqrt(zr[b] * zr[b] + zi[b] * zi[b])
+        zr[b] *= nr
+        zi[b] *= nr
+
+
+@numba.njit(cache=True, parallel=True, fastmath=_FAST, error_model="numpy")
+def so2_context_counter(keys, omegas, qn, L, lam, D, target_n):
+    """Fused SO(2) sweep for ``T = len(keys)`` trials; returns ``near`` ``(T, D)`` and ``far_lse`` ``(T,)``.
+
+    Trial ``t`` uses stream ``keys[t]``; at route length ``n`` and plane ``b`` it takes draws
+    ``2(nB + b)`` and ``2(nB + b) + 1``: the first gives the key's plane radius
+    ``r_b = √(−2 ln u)``, the second the key's plane phase ``φ_b = 2π u'`` (low 32 bits) and the
+    step angle ``θ_b = ω_b (2u'' − 1)`` (high 32 bits).  The key is ``g/||g||`` with
+    ``g_b = r_b (cos φ_b, sin φ_b)`` standard normal (Box–Muller), so it is uniform on ``S^{d−1}``;
+    the score is ``s_n = Σ_b |q_b| r_b (cos A_{n,b} cos φ_b + sin A_{n,b} sin φ_b)/||g||`` with
+    ``e^{iA}`` carried as a unit complex number per plane (``A_{n+1,b} = A_{n,b} + θ_{n,b}``).  At
+    ``n = target_n`` the key is ``q`` itself (``s = Σ_b |q_b|² cos A_{n,b}``).  ``far_lse`` is
+    ``log Σ_{n ≥ D} e^{λ s_n}``, streamed.
+    """
+    T = keys.shape[0]
+    B = omegas.shape[0]
+    near = np.zeros((T, D))
+    far_lse = np.full(T, -np.inf)
+    qq = qn * qn
+    for tr in numba.prange(T):
+        key = keys[tr]
+        zr = np.ones(B)
+        zi = np.zeros(B)
+        m = -np.inf
+        acc = 0.0
+        for n in range(L):
+            base = np.uint64(2 * B) * np.uint64(n)
+            num = 0.0
+            rr = 0.0
+            tgt = 0.0
+            for b in range(B):
+                z1 = draw(key, base + np.uint64(2 * b))
+                z2 = draw(key, base + np.uint64(2 * b + 1))
+                r2 = -2.0 * log_unit(unit_open(z1))
+                sp, cp = sincos(2.0 * np.pi * unit_from_low(z2))
+                num += qn[b] * math.sqrt(r2) * (zr[b] * cp + zi[b] * sp)
+                rr += r2
+                tgt += qq[b] * zr[b]
+                st, ct = sincos(omegas[b] * (2.0 * unit_from_high(z2) - 1.0))
+                r = zr[b] * ct - zi[b] * st
+                zi[b] = zr[b] * st + zi[b] * ct
+                zr[b] = r
+            s = tgt if n == target_n else num / math.sqrt(rr)
+            if n < D:
+                near[tr, n] = s
+            else:
+                m, acc = lse_push(m, acc, lam * s)
+            if n % 1024 == 1023:
+                renormalize_phases(zr, zi)
+        if acc > 0:
+            far_lse[tr] = m + math.log(acc)
+    return near, far_lse
+
+
+def so2_context_counter_inputs(omegas: np.ndarray, qn: np.ndarray, L: int, keys: np.ndarray, target_n: int = -1):
+    """NumPy rebuild of :func:`so2_context_counter`'s draws as ``theta``, ``dot``, ``cross`` ``(T, L, B)``
+    in source order ``j = L−1−n`` (the inputs of ``so2_context_numpy``); for tests on small sizes."""
+    B = len(omegas)
+    t = np.arange(2 * L * B, dtype=np.uint64).reshape(L, B, 2)
+    z = mix64_np(np.asarray(keys, dtype=np.uint64)[:, None, None, None] + (t + np.uint64(1)) * np.uint64(GOLDEN))
+    u = ((z[..., 0] >> np.uint64(11)) + np.uint64(1)).astype(float) / 2.0**53
+    r = np.sqrt(-2.0 * np.log(u))
+    phi = 2.0 * np.pi * ((z[..., 1] & np.uint64(0xFFFFFFFF)).astype(float) + 0.5) / 2.0**32
+    theta = omegas * (2.0 * ((z[..., 1] >> np.uint64(32)).astype(float) + 0.5) / 2.0**32 - 1.0)
+    g = np.linalg.norm(r, axis=-1, keepdims=True)
+    dot, cross = qn * r * np.cos(phi) / g, qn * r * np.sin(phi) / g
+    if 0 <= target_n < L:
+        dot[:, target_n], cross[:, target_n] = qn**2, 0.0
+    return theta[:, ::-1].copy(), dot[:, ::-1].copy(), cross[:, ::-1].copy()
+
+
+def so2_context_sampled(family, L: int, size: int, seed: int | np.random.SeedSequence, q: np.ndarray, lam: float,
+                        D: int, target_n: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``size`` SO(2) contexts of length ``L`` drawn and scored in one fused kernel (uniform-angle families).
+
+    Same law as drawing with :func:`stylized.scores.so2_context_inputs` and scoring with
+    ``so2_context_numba``, in ``O(size·d)`` memory; trial ``t`` uses the stream keyed by the
+    ``t``-th word of ``SeedSequence(seed)``.  Returns ``near`` ``(size, D)`` (scores ``s_n``,
+    ``n < D``) and ``far_lse`` ``(size,)`` (``log Σ_{n≥D} e^{λ s_n}``).
+
+    Example
+    -------
+    >>> from stylized.families import make_family
+    >>> near, far = so2_context_sampled(make_family("so2-uniform", 8), 100, 3, 0, np.full(8, 8**-0.5), 4.0, 5, 0)
+    >>> near.shape, far.shape, bool(np.allclose(near[:, 0], 1.0))
+    ((3, 5), (3,), True)
+    """
+    from .families import SO2Uniform
+
+    if not isinstance(family, SO2Uniform):
+        raise ValueError(f"family must be a uniform-angle SO(2) family (so2-uniform, rope-random), got {family.name!r}")
+    q = np.asarray(q, dtype=float)
+    qn = np.hypot(q[0::2], q[1::2])
+    tn = -1 if target_n is None else int(target_n)
+    return so2_context_counter(stream_keys(seed, size), family.omegas, qn, int(L), float(lam),
+                               int(D), tn)
 
 
 _KERNELS = {

@@ -10,10 +10,12 @@ chain of i.i.d. steps per trial, using each family's structure:
   a uniform point, drawn directly as ``2·Beta((d−1)/2, (d−1)/2) − 1`` in O(1).
 
 ``backend="cupy"`` runs the same computations through the array namespace
-(:func:`_sample_overlaps_xp`) with CuPy's random Generator, seeded from the NumPy
-Generator it is given; the route is walked in blocks of steps, so memory is
-``O(size·block·d)`` however long the route.  CuPy's streams differ from NumPy's:
-compare backends in distribution, or on identical inputs.
+(:func:`_sample_overlaps_xp`, which also serves ``qᵀ P_n k`` for :func:`stylized.scores.far_scores`)
+with CuPy's random Generator, seeded from the NumPy Generator it is given; the route is walked
+in blocks of steps, so memory is ``O(size·block·d)`` however long the route.  CuPy's streams
+differ from NumPy's: compare backends in distribution, or on identical inputs.
+:func:`sample_steps` draws structured steps ``M_t`` for any backend (``family.rvs`` on the host,
+the namespace samplers on the device); ``XP_CHUNK_ELEMENTS`` bounds a device array per chunk.
 
 :func:`sample_far_route` draws the transported vector ``P_n q`` itself for Haar-kind
 families from the exact law (``O(d)`` per trial); :func:`sample_far_route_dense` is the
@@ -33,12 +35,16 @@ import math
 
 import numpy as np
 
-from .backend import array_namespace, to_numpy
+from .backend import array_namespace, to_numpy, xp_generator
 from .families import SO2Family, SO2Normal, SO2Uniform, StepFamily, TokenAngles, as_generator, uniform_sphere
 from .kernels import kernel
 from .transport import route_product
 
-__all__ = ["equal_energy_query", "sample_overlaps", "haar_coordinates", "sample_far_route", "sample_far_route_dense"]
+__all__ = ["equal_energy_query", "sample_overlaps", "sample_steps", "haar_coordinates", "sample_far_route",
+           "sample_far_route_dense", "XP_CHUNK_ELEMENTS"]
+
+XP_CHUNK_ELEMENTS = 1 << 22
+"""Elements per device array in one chunk of a ``cupy`` path (float64: 32 MiB; a chunk holds a few such arrays)."""
 
 
 def equal_energy_query(d: int) -> np.ndarray:
@@ -46,10 +52,42 @@ def equal_energy_query(d: int) -> np.ndarray:
     return np.full(d, 1.0 / math.sqrt(d))
 
 
-def haar_coordinates(rng: np.random.Generator, shape, d: int) -> np.ndarray:
-    """``qᵀu`` for ``u`` uniform on ``S^{d−1}`` and any fixed unit ``q``: ``2·Beta((d−1)/2,(d−1)/2) − 1``."""
-    a = (d - 1) / 2.0
-    return 2.0 * rng.beta(a, a, size=shape) - 1.0
+def haar_coordinates(rng, shape, d: int):
+    """``qᵀu`` for ``u`` uniform on ``S^{d−1}`` and any fixed unit ``q``: ``2·Beta((d−1)/2,(d−1)/2) − 1``.
+
+    ``rng`` is a NumPy Generator or a device one (then the result lives on the device); a Generator
+    without ``beta`` draws the Beta variate as ``X/(X+Y)`` from two ``standard_gamma`` draws.
+    """
+    a = float((d - 1) / 2.0)  # a Python float: CuPy's beta takes no NumPy scalars
+    if hasattr(rng, "beta"):
+        return 2.0 * rng.beta(a, a, size=shape) - 1.0
+    x, y = rng.standard_gamma(a, size=shape), rng.standard_gamma(a, size=shape)
+    return 2.0 * x / (x + y) - 1.0
+
+
+def sample_steps(family: StepFamily, shape: tuple, xrng, backend: str = "numpy"):
+    """Structured i.i.d. steps ``M_t`` of shape ``shape`` plus the family's own trailing axis.
+
+    numpy/numba: ``family.rvs`` on the NumPy Generator ``xrng`` (each family's NumPy stream, unchanged).
+    cupy: drawn on the device with the namespace Generator ``xrng``: plane angles ``θ`` (SO(2)),
+    unit reflection vectors ``w`` (Householder) or the Haar-step mask (Haar kind).
+    """
+    shape = tuple(int(x) for x in shape)
+    if backend != "cupy":
+        x = family.rvs(math.prod(shape), xrng)
+        return x.reshape(shape + x.shape[1:])
+    xp = array_namespace("cupy")
+    if isinstance(family, SO2Family):
+        return _angles_xp(family, xrng, xp, shape)
+    if family.kind == "householder":
+        return _sphere_xp(xrng, xp, shape, family.d)
+    return xrng.random(shape) < family.p
+
+
+def _sphere_xp(xrng, xp, shape: tuple, d: int):
+    """Uniform unit vectors on ``S^{d−1}`` of shape ``shape + (d,)``: normalised Gaussians from ``xrng``."""
+    g = xrng.standard_normal(size=tuple(shape) + (d,))
+    return g / xp.sqrt(xp.sum(g * g, axis=-1, keepdims=True))
 
 
 def _check_ns(ns) -> np.ndarray:
@@ -69,9 +107,8 @@ def sample_overlaps(family: StepFamily, ns, size: int, random_state=None, backen
     """
     ns = _check_ns(ns)
     if backend == "cupy":
-        xp = array_namespace("cupy")
-        seed = int(as_generator(random_state).integers(2**63))
-        return to_numpy(_sample_overlaps_xp(family, ns, size, xp.random.default_rng(seed), xp, q))
+        xrng = xp_generator("cupy", as_generator(random_state))
+        return to_numpy(_sample_overlaps_xp(family, ns, size, xrng, array_namespace("cupy"), q))
     rng = as_generator(random_state)
     d = family.d
     q = equal_energy_query(d) if q is None else np.asarray(q, dtype=float)
@@ -121,57 +158,55 @@ def _angles_xp(family: SO2Family, xrng, xp, shape: tuple):
     raise ValueError(f"family {family.name!r} has no array-namespace sampler")
 
 
-def _coordinates_xp(xrng, xp, shape: tuple, d: int):
-    """``2·Beta((d−1)/2, (d−1)/2) − 1`` (one coordinate of a uniform point on ``S^{d−1}``)."""
-    a = (d - 1) / 2.0
-    if hasattr(xrng, "beta"):
-        return 2.0 * xrng.beta(a, a, size=shape) - 1.0
-    x, y = xrng.standard_gamma(a, size=shape), xrng.standard_gamma(a, size=shape)
-    return 2.0 * x / (x + y) - 1.0
+def _sample_overlaps_xp(family: StepFamily, ns: np.ndarray, size: int, xrng, xp, q=None, block: int = 64, *, k=None):
+    """:func:`sample_overlaps` through the array namespace ``xp`` with its Generator ``xrng``: ``qᵀ P_n k``.
 
-
-def _sample_overlaps_xp(family: StepFamily, ns: np.ndarray, size: int, xrng, xp, q=None, block: int = 64):
-    """:func:`sample_overlaps` through the array namespace ``xp`` with its Generator ``xrng``.
-
-    SO(2): accumulated angles, walked in blocks of ``block`` steps.  Householder: the
-    rank-one update ``u ← u − 2 g (g·u)/||g||²`` with Gaussian ``g``, one step at a time over
-    all trials.  Haar kind: the exact joint law over the route lengths — between
-    consecutive ``n_{k−1} < n_k`` a Haar step occurs with probability ``1 − (1−p)^{n_k − n_{k−1}}``,
-    and then ``qᵀP q`` is a fresh ``||q||²``-scaled Haar coordinate, else it is unchanged.
+    ``k`` defaults to ``q`` (then ``qᵀ P_n q``).  SO(2): accumulated angles ``A_n``, walked in blocks of
+    at most ``block`` steps (fewer where ``size·block·d/2`` would pass :data:`XP_CHUNK_ELEMENTS`),
+    ``s = Σ_b cos(A_b) dot_b + sin(A_b) cross_b``.  Householder: the rank-one update
+    ``u ← u − 2 g (g·u)/||g||²`` from ``u = k`` with Gaussian ``g``, one step at a time over all trials.
+    Haar kind: the exact joint law over the route lengths — between consecutive ``n_{k−1} < n_k`` a Haar
+    step occurs with probability ``1 − (1−p)^{n_k − n_{k−1}}``, and then ``qᵀP k`` is a fresh
+    ``||q||·||k||``-scaled Haar coordinate, else it is unchanged (``qᵀk`` before any Haar step).
     Returns an ``xp`` array ``(size, len(ns))``.
     """
     d = family.d
     qh = equal_energy_query(d) if q is None else np.asarray(q, dtype=float)
-    qq = float(qh @ qh)
+    kh = qh if k is None else np.asarray(k, dtype=float)
+    qk = float(qh @ kh)
     out = xp.empty((size, ns.size))
     if family.kind == "haar":
-        cur = xp.full(size, qq)
+        scale = float(np.linalg.norm(qh) * np.linalg.norm(kh)) if k is not None else qk
+        cur = xp.full(size, qk)
         prev = 0
         for c, n in enumerate(ns.tolist()):
             if n > prev:
                 hit = xrng.random(size) < 1.0 - (1.0 - family.p) ** (n - prev)
-                cur = xp.where(hit, qq * _coordinates_xp(xrng, xp, (size,), d), cur)
+                cur = xp.where(hit, scale * haar_coordinates(xrng, (size,), d), cur)
             out[:, c] = cur
             prev = n
         return out
     qd = xp.asarray(qh)
     want = {int(n): c for c, n in enumerate(ns.tolist())}
     if 0 in want:
-        out[:, want[0]] = qq
+        out[:, want[0]] = qk
     nmax = int(ns[-1])
     if isinstance(family, SO2Family):
-        wts = qd[0::2] ** 2 + qd[1::2] ** 2
+        dot = xp.asarray(qh[0::2] * kh[0::2] + qh[1::2] * kh[1::2])
+        cross = None if k is None else xp.asarray(qh[1::2] * kh[0::2] - qh[0::2] * kh[1::2])
+        block = max(1, min(block, XP_CHUNK_ELEMENTS // max(1, size * (d // 2))))
         A = xp.zeros((size, d // 2))
         for start in range(0, nmax, block):
             m = min(block, nmax - start)
             Ab = A[:, None, :] + xp.cumsum(_angles_xp(family, xrng, xp, (size, m)), axis=1)
             for t in range(m):
                 if start + t + 1 in want:
-                    out[:, want[start + t + 1]] = xp.cos(Ab[:, t, :]) @ wts
+                    s = xp.cos(Ab[:, t, :]) @ dot
+                    out[:, want[start + t + 1]] = s if cross is None else s + xp.sin(Ab[:, t, :]) @ cross
             A = Ab[:, -1, :]
         return out
     if family.kind == "householder":
-        u = xp.broadcast_to(qd, (size, d)).copy()
+        u = xp.broadcast_to(xp.asarray(kh), (size, d)).copy()
         for n in range(1, nmax + 1):
             g = xrng.standard_normal((size, d))
             u -= g * (2.0 * xp.sum(g * u, axis=1) / xp.sum(g * g, axis=1))[:, None]

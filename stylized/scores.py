@@ -16,6 +16,11 @@ Scores are ``s = qᵀ P_{j→i} k`` with unit ``q``, ``k`` and ``P_{j→i} = M_i
   ``z ← z e^{iθ}`` with a polynomial ``sincos`` that vectorises (no SVML needed);
 * :func:`bench_rows`: kernel vs NumPy reference timings.
 
+``backend="cupy"``: :func:`far_scores` and :func:`uniform_phase_scores` draw on the device; the NumPy
+twins :func:`so2_pair_correlation`, :func:`householder_window_sums_numpy`, :func:`haar_window_sums` and
+:func:`so2_context_numpy` are written against the namespace of their inputs (NumPy or CuPy), and
+:func:`so2_context_inputs_xp` draws the sweep's inputs on the device.
+
 Example
 -------
 >>> from stylized.families import make_family
@@ -34,9 +39,12 @@ import numba
 import numpy as np
 from scipy import special
 
+from .backend import array_namespace, namespace_of, to_numpy, xp_generator
+from .counter_rng import sincos
 from .estimators import Estimate, proportion_ci
 from .families import SO2Family, StepFamily, as_generator, uniform_sphere
-from .transport import route_angles
+from .kernels import lse_push, renormalize_phases
+from .sampling import XP_CHUNK_ELEMENTS, _sample_overlaps_xp, _sphere_xp, haar_coordinates, sample_steps
 
 __all__ = [
     "plane_dot_cross",
@@ -56,6 +64,9 @@ __all__ = [
     "householder_chain_scores_numba",
     "so2_context_numpy",
     "so2_context_numba",
+    "so2_context_inputs",
+    "so2_context_inputs_xp",
+    "transport_context_xp",
     "first_crossing",
     "bench_rows",
 ]
@@ -76,15 +87,22 @@ def plane_dot_cross(q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return dot, cross
 
 
-def uniform_phase_scores(a: np.ndarray, size: int, random_state=None) -> np.ndarray:
-    """``s = Σ_b a_b cos U_b`` with i.i.d. ``U_b ~ U(0, 2π)``: the SO(2) law after mixing (``a_b = |q_b||k_b|``)."""
+def uniform_phase_scores(a: np.ndarray, size: int, random_state=None, backend: str = "numpy") -> np.ndarray:
+    """``s = Σ_b a_b cos U_b`` with i.i.d. ``U_b ~ U(0, 2π)``: the SO(2) law after mixing (``a_b = |q_b||k_b|``).
+
+    ``backend="cupy"`` draws the phases on the device (Generator seeded from ``random_state``) in chunks
+    of :data:`~stylized.sampling.XP_CHUNK_ELEMENTS` phases; the result is always a host array.
+    """
     rng = as_generator(random_state)
+    xp, xrng = array_namespace(backend), xp_generator(backend, rng)
     a = np.asarray(a, dtype=float)
-    out = np.empty(int(size))
-    for s in range(0, int(size), 4096):
-        e = min(int(size), s + 4096)
-        out[s:e] = np.cos(rng.uniform(0.0, 2.0 * np.pi, (e - s, a.size))) @ a
-    return out
+    ax = xp.asarray(a)
+    chunk = 4096 if backend != "cupy" else max(4096, XP_CHUNK_ELEMENTS // max(1, a.size))
+    out = xp.empty(int(size))
+    for s in range(0, int(size), chunk):
+        e = min(int(size), s + chunk)
+        out[s:e] = xp.cos(xrng.uniform(0.0, 2.0 * np.pi, size=(e - s, a.size))) @ ax
+    return to_numpy(out)
 
 
 def far_law_name(family: StepFamily) -> str:
@@ -100,6 +118,8 @@ def far_scores(family: StepFamily, n: int, size: int, random_state=None, backend
     ``s = 1`` at ``n = 0``).  SO(2): the accumulated angle is the sum of the ``n`` plane angles.
     Householder: ``n`` reflections (Numba kernel).  Haar kind: exact law — ``qᵀk`` if no Haar step
     happened (probability ``(1 − p)^n``), else one coordinate of a uniform point.
+    ``backend="cupy"``: the same laws on the device, all trials at once with the steps walked in blocks
+    (:func:`stylized.sampling._sample_overlaps_xp` with ``k``); returns a host array.
     """
     rng = as_generator(random_state)
     d = family.d
@@ -110,6 +130,9 @@ def far_scores(family: StepFamily, n: int, size: int, random_state=None, backend
         raise ValueError(f"n must be ≥ 0, got {n}")
     if n == 0:
         return np.full(size, float(q @ k))
+    if backend == "cupy":
+        xp = array_namespace("cupy")
+        return to_numpy(_sample_overlaps_xp(family, np.array([n]), size, xp_generator("cupy", rng), xp, q, k=k)[:, 0])
     out = np.empty(size)
     if family.kind == "haar":
         hit = rng.random(size) >= (1.0 - getattr(family, "p", 1.0)) ** n
@@ -150,10 +173,13 @@ def uniform_phase_mgf(lam: float, a: np.ndarray) -> float:
     return float(np.exp(np.sum(np.log(special.i0e(x)) + x)))
 
 
-def haar_max_quantile_samples(rng: np.random.Generator, size: int, d: int, M: int) -> np.ndarray:
-    """``max`` of ``M`` i.i.d. Haar coordinates, drawn exactly in O(1): ``F^{-1}(V^{1/M})``, ``V`` uniform."""
+def haar_max_quantile_samples(rng, size: int, d: int, M: int) -> np.ndarray:
+    """``max`` of ``M`` i.i.d. Haar coordinates, drawn exactly in O(1): ``F^{-1}(V^{1/M})``, ``V`` uniform.
+
+    ``rng``: a NumPy or a device Generator (``V`` is drawn there); the inverse CDF runs on the host.
+    """
     a = (d - 1) / 2.0
-    u = np.exp(np.log(rng.random(size)) / M)
+    u = np.exp(np.log(to_numpy(rng.random(size=(size,)))) / M)
     return 2.0 * special.betaincinv(a, a, u) - 1.0
 
 
@@ -173,44 +199,49 @@ def so2_pair_correlation(theta: np.ndarray, nmax: int | None = None) -> np.ndarr
 
     ``A_{j→i} = C_i − C_j`` with ``C_t = Σ_{s≤t} θ_s``, so ``Σ_j e^{i(C_{j+n} − C_j)}`` is the
     autocorrelation of ``z_t = e^{iC_t}`` (FFT, ``O(L log L)`` per plane; single precision FFT,
-    absolute error ~1e-6 on the means).  ``theta``: ``(..., L, B)``; returns ``(..., nmax+1, B)``
-    for ``n = 0 … nmax`` (default ``L − 1``).
+    absolute error ~1e-6 on the means).  ``theta``: ``(..., L, B)``, a NumPy or CuPy array (the result
+    lives in the same namespace); returns ``(..., nmax+1, B)`` for ``n = 0 … nmax`` (default ``L − 1``).
     """
-    theta = np.asarray(theta, dtype=float)
+    xp = namespace_of(theta)
+    theta = xp.asarray(theta, dtype=float)
     L = theta.shape[-2]
     nmax = L - 1 if nmax is None else min(int(nmax), L - 1)
-    C = np.swapaxes(np.cumsum(theta, axis=-2), -1, -2)  # (..., B, L): FFT along the contiguous axis
-    C -= 2.0 * np.pi * np.rint(C / (2.0 * np.pi))
+    C = xp.swapaxes(xp.cumsum(theta, axis=-2), -1, -2)  # (..., B, L): FFT along the contiguous axis
+    C -= 2.0 * np.pi * xp.rint(C / (2.0 * np.pi))
     C = C.astype(np.float32)
-    z = np.empty(C.shape, np.complex64)
-    z.real = np.cos(C)
-    z.imag = np.sin(C)
+    z = xp.empty(C.shape, np.complex64)
+    z.real = xp.cos(C)
+    z.imag = xp.sin(C)
     size = 1 << int(math.ceil(math.log2(2 * L)))
-    Z = np.fft.fft(z, size, axis=-1)
-    r = np.fft.ifft(Z.real**2 + Z.imag**2, axis=-1)[..., : nmax + 1].real
-    return np.swapaxes(r / (L - np.arange(nmax + 1)), -1, -2).astype(float)
+    Z = xp.fft.fft(z, size, axis=-1)
+    r = xp.fft.ifft(Z.real**2 + Z.imag**2, axis=-1)[..., : nmax + 1].real
+    return xp.swapaxes(r / (L - xp.arange(nmax + 1)), -1, -2).astype(float)
 
 
-def householder_window_sums_numpy(w: np.ndarray, q: np.ndarray, stride: int, nmax: int) -> tuple[np.ndarray, np.ndarray]:
+def householder_window_sums_numpy(w, q, stride: int, nmax: int) -> tuple:
     """Reference: ``Σ_i qᵀ P_{i−n→i} q`` and the number of queries, for queries ``i`` on a stride grid.
 
-    ``w`` ``(L, d)`` unit reflection vectors (``M_t = I − 2 w_t w_tᵀ``).  Query positions
-    ``i = L−1, L−1−stride, …``; route ``n`` needs ``i − n ≥ 0``.  Returns ``(sums, counts)`` of length ``nmax+1``.
+    ``w`` ``(..., L, d)`` unit reflection vectors (``M_t = I − 2 w_t w_tᵀ``), NumPy or CuPy; leading
+    axes are independent contexts.  Query positions ``i = L−1, L−1−stride, …``; route ``n`` needs
+    ``i − n ≥ 0``.  Returns ``sums`` ``(..., nmax+1)`` in the namespace of ``w`` and ``counts``
+    ``(nmax+1,)`` (host NumPy, the same for every context).
     """
-    L, d = w.shape
+    xp = namespace_of(w)
+    L, d = w.shape[-2:]
+    q = xp.asarray(q)
     pos = np.arange(L - 1, -1, -stride)
-    sums = np.zeros(nmax + 1)
+    posx = xp.asarray(pos)
+    sums = xp.zeros(w.shape[:-2] + (nmax + 1,))
     counts = np.zeros(nmax + 1)
-    U = np.broadcast_to(q, (pos.size, d)).copy()
+    U = xp.broadcast_to(q, w.shape[:-2] + (pos.size, d)).copy()
     for n in range(nmax + 1):
-        live = pos - n >= 0
-        if not live.any():
+        live = int(np.count_nonzero(pos - n >= 0))  # the grid descends: the live queries come first
+        if not live:
             break
-        sums[n] = (U[live] @ q).sum()
-        counts[n] = live.sum()
-        t = np.maximum(pos - n, 0)  # step M_{i−n} extends the route to n+1
-        ww = w[t]
-        U -= 2.0 * ww * np.einsum("td,td->t", ww, U)[:, None]
+        sums[..., n] = (U[..., :live, :] @ q).sum(axis=-1)
+        counts[n] = live
+        ww = xp.take(w, xp.maximum(posx - n, 0), axis=-2)  # step M_{i−n} extends the route to n+1
+        U -= 2.0 * ww * xp.einsum("...td,...td->...t", ww, U)[..., None]
     return sums, counts
 
 
@@ -237,29 +268,44 @@ def householder_window_sums_numba(w, q, stride, nmax):
     return sums, counts
 
 
-def haar_window_sums(mask: np.ndarray, rng: np.random.Generator, d: int, stride: int, nmax: int,
-                     qk: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+def haar_window_sums(mask, rng, d: int, stride: int, nmax: int, qk: float = 1.0, block: int = 512) -> tuple:
     """Haar kind, exact law: ``qᵀ P_{i−n→i} q = qᵀq`` until the first Haar step back from ``i``, then a
-    fresh Haar coordinate at every Haar step (independent per query: the marginal law is exact)."""
-    L = mask.size
+    fresh Haar coordinate at every Haar step (independent per query: the marginal law is exact).
+
+    ``mask`` ``(..., L)`` Haar-step mask (NumPy or CuPy; leading axes are independent contexts) and
+    ``rng`` a Generator of the same namespace; ``block`` query positions per pass.  Returns ``sums``
+    ``(..., nmax+1)`` in the namespace of ``mask`` and ``counts`` ``(nmax+1,)`` on the host.
+    """
+    xp = namespace_of(mask)
+    L = mask.shape[-1]
     pos = np.arange(L - 1, -1, -stride)
-    sums = np.zeros(nmax + 1)
+    posx, nx = xp.asarray(pos), xp.arange(nmax + 1)
+    sums = xp.zeros(mask.shape[:-1] + (nmax + 1,))
     counts = np.zeros(nmax + 1)
-    n = np.arange(nmax + 1)
-    for s in range(0, pos.size, 512):
-        p = pos[s : s + 512]
-        t = p[:, None] - n[None, :]  # step that a route of length n+1 adds
+    for s in range(0, pos.size, block):
+        t = posx[s : s + block, None] - nx[None, :]  # step that a route of length n+1 adds
         live = t >= 0
-        hit = np.where(live, mask[np.maximum(t, 0)], False)
-        a = (d - 1) / 2.0
-        coord = 2.0 * rng.beta(a, a, hit.shape) - 1.0
-        last = np.maximum.accumulate(np.where(hit, n[None, :], -1), axis=1)
+        hit = xp.where(live, xp.take(mask, xp.maximum(t, 0), axis=-1), False)
+        coord = haar_coordinates(rng, hit.shape, d)
+        last = _running_max(xp.where(hit, nx, -1))
         # value at route n uses Haar steps among the first n steps back (indices < n)
-        prev = np.concatenate([np.full((p.size, 1), -1), last[:, :-1]], axis=1)
-        val = np.where(prev < 0, qk, coord[np.arange(p.size)[:, None], np.maximum(prev, 0)])
-        sums += np.where(live, val, 0.0).sum(axis=0)
-        counts += live.sum(axis=0)
+        prev = xp.concatenate([xp.full(hit.shape[:-1] + (1,), -1), last[..., :-1]], axis=-1)
+        val = xp.where(prev < 0, qk, xp.take_along_axis(coord, xp.maximum(prev, 0), axis=-1))
+        sums += xp.where(live, val, 0.0).sum(axis=-2)
+        counts += (pos[s : s + block, None] - np.arange(nmax + 1) >= 0).sum(axis=0)
     return sums, counts
+
+
+def _running_max(x):
+    """Running maximum along the last axis by doubling (exact, ``⌈log₂ n⌉`` passes; CuPy has no
+    ``maximum.accumulate``)."""
+    xp = namespace_of(x)
+    x = x.copy()
+    s = 1
+    while s < x.shape[-1]:
+        x[..., s:] = xp.maximum(x[..., s:], x[..., :-s])
+        s *= 2
+    return x
 
 
 def first_crossing(n: np.ndarray, est: np.ndarray, lo: np.ndarray, hi: np.ndarray, eps: float) -> dict:
@@ -310,37 +356,37 @@ def householder_chain_scores_numba(g, q, k):
 # ---------------------------------------------------------------------------------------
 # SO(2) attention sweep: one query at i = L−1 over L sources
 # ---------------------------------------------------------------------------------------
-def so2_context_numpy(theta: np.ndarray, dot: np.ndarray, cross: np.ndarray, lam: float, D: int):
+def so2_context_numpy(theta, dot, cross, lam: float, D: int):
     """Reference: ``theta``, ``dot``, ``cross`` ``(T, L, B)``.  Returns ``near`` ``(T, D)`` scores
     ``s_n = qᵀ P_{i−n→i} k_{i−n}`` for ``n < D`` and ``far_lse`` ``(T,)`` = ``log Σ_{n≥D} e^{λ s_n}``.
 
-    Materialises ``(T, L, B)`` angles, cosines and sines (the cost the kernel avoids).
+    Materialises ``(T, L, B)`` angles, cosines and sines (the cost the kernel avoids).  Written against
+    the namespace of ``theta`` (NumPy or CuPy: the ``cupy`` path of the sweep); results live there too.
     """
-    A = route_angles(theta)
-    s = np.sum(np.cos(A) * dot + np.sin(A) * cross, axis=-1)[:, ::-1]  # index by route length n
+    xp = namespace_of(theta)
+    T, L, _ = theta.shape
+    # by route length n (source j = L−1−n): A_n = Σ of the n steps θ_{L−1}, …, θ_{L−n}, so A_0 = 0
+    A = xp.cumsum(theta[:, :0:-1], axis=1)
+    s = xp.empty((T, L))
+    s[:, 0] = xp.sum(dot[:, -1], axis=-1)
+    s[:, 1:] = xp.sum(xp.cos(A) * dot[:, -2::-1] + xp.sin(A) * cross[:, -2::-1], axis=-1)
+    return _near_and_far_lse(s, lam, D)
+
+
+def _near_and_far_lse(s, lam: float, D: int):
+    """Scores ``s`` ``(T, L)`` by route length: ``near = s[:, :D]`` and ``log Σ_{n≥D} e^{λ s_n}`` (``−∞`` if none)."""
+    xp = namespace_of(s)
     near = s[:, :D].copy()
+    if s.shape[1] <= D:
+        return near, xp.full(s.shape[0], -np.inf)
     far = lam * s[:, D:]
-    m = far.max(axis=1, initial=-np.inf)
-    m = np.where(np.isfinite(m), m, 0.0)
-    far_lse = m + np.log(np.exp(far - m[:, None]).sum(axis=1))
+    m = far.max(axis=1)
+    m = xp.where(xp.isfinite(m), m, 0.0)
+    far_lse = m + xp.log(xp.exp(far - m[:, None]).sum(axis=1))
     return near, far_lse
 
 
-@numba.njit(cache=True, inline="always", fastmath={"contract", "reassoc", "arcp"})
-def _sincos(x):
-    # range reduction to [−π, π], quarter angle, Taylor to degree 17, two angle doublings
-    r = x - 2.0 * np.pi * np.rint(x / (2.0 * np.pi))
-    h = 0.25 * r
-    h2 = h * h
-    s = h * (1.0 + h2 * (-1.0 / 6 + h2 * (1.0 / 120 + h2 * (-1.0 / 5040 + h2 * (1.0 / 362880 + h2 * (
-        -1.0 / 39916800 + h2 * (1.0 / 6227020800 + h2 * (-1.0 / 1307674368000 + h2 / 355687428096000))))))))
-    c = 1.0 + h2 * (-0.5 + h2 * (1.0 / 24 + h2 * (-1.0 / 720 + h2 * (1.0 / 40320 + h2 * (
-        -1.0 / 3628800 + h2 * (1.0 / 479001600 + h2 * (-1.0 / 87178291200 + h2 / 20922789888000)))))))
-    s, c = 2.0 * s * c, c * c - s * s
-    return 2.0 * s * c, c * c - s * s
-
-
-@numba.njit(cache=True, parallel=True, fastmath={"contract", "reassoc", "arcp"})
+@numba.njit(cache=True, parallel=True, fastmath={"contract", "reassoc", "arcp"}, error_model="numpy")
 def so2_context_numba(theta, dot, cross, lam, D):
     T, L, B = theta.shape
     near = np.zeros((T, D))
@@ -358,22 +404,14 @@ def so2_context_numba(theta, dot, cross, lam, D):
             if n < D:
                 near[tr, n] = s
             else:
-                x = lam * s
-                if x > m:
-                    acc = acc * np.exp(m - x) + 1.0
-                    m = x
-                else:
-                    acc += np.exp(x - m)
+                m, acc = lse_push(m, acc, lam * s)
             for b in range(B):  # z ← z e^{iθ_j}: A_{j−1} = A_j + θ_j
-                sn, cs = _sincos(theta[tr, j, b])
+                sn, cs = sincos(theta[tr, j, b])
                 r = zr[b] * cs - zi[b] * sn
                 zi[b] = zr[b] * sn + zi[b] * cs
                 zr[b] = r
             if n % 1024 == 1023:  # keep |z| = 1 against rounding drift
-                for b in range(B):
-                    nr = 1.0 / math.sqrt(zr[b] * zr[b] + zi[b] * zi[b])
-                    zr[b] *= nr
-                    zi[b] *= nr
+                renormalize_phases(zr, zi)
         if acc > 0:
             far_lse[tr] = m + math.log(acc)
     return near, far_lse
@@ -399,6 +437,55 @@ def so2_context_inputs(family: SO2Family, L: int, size: int, rng: np.random.Gene
         dot[:, L - 1 - target_n] = qn**2
         cross[:, L - 1 - target_n] = 0.0
     return theta, dot, cross
+
+
+def so2_context_inputs_xp(family: SO2Family, L: int, size: int, xrng, q: np.ndarray, target_n: int | None = None):
+    """:func:`so2_context_inputs` on the device (the ``cupy`` path): ``theta``, ``dot``, ``cross`` ``(size, L, d/2)``
+    drawn with the namespace Generator ``xrng``, by the same construction (isotropic keys, so
+    ``(dot_b, cross_b) =_d |q_b| (k_{b,x}, k_{b,y})`` for a uniform key ``k``; planted target ``k = q``).
+    """
+    xp = array_namespace("cupy")
+    theta = sample_steps(family, (size, L), xrng, "cupy")
+    k = _sphere_xp(xrng, xp, (size, L), family.d)
+    qn = xp.asarray(np.hypot(q[0::2], q[1::2]))
+    dot, cross = k[..., 0::2] * qn, k[..., 1::2] * qn
+    if target_n is not None:
+        dot[:, L - 1 - target_n] = qn**2
+        cross[:, L - 1 - target_n] = 0.0
+    return theta, dot, cross
+
+
+def transport_context_xp(family: StepFamily, L: int, size: int, xrng, q: np.ndarray, lam: float, D: int,
+                         target_n: int | None = None):
+    """The attention sweep for O(d) families on the device (the ``cupy`` path of ``transfer``).
+
+    ``size`` contexts of length ``L``: unit keys uniform on ``S^{d−1}`` (the key at route length ``target_n``
+    is ``q``) and i.i.d. steps, all drawn with the namespace Generator ``xrng`` in blocks of steps.  The route
+    is walked back from ``i = L−1`` one step at a time over all contexts: ``u_0 = q``, ``s_n = u_n·k_n`` and
+    ``u_{n+1} = M u_n`` (Householder ``u − 2w(w·u)``; Haar kind: the exact law, ``u`` redrawn uniformly with
+    norm ``|q|`` at a Haar step).  Returns, like :func:`so2_context_numpy`, ``near`` ``(size, D)`` scores and
+    ``far_lse`` ``(size,)`` = ``log Σ_{n≥D} e^{λ s_n}``, in the namespace (memory ``O(size·L)``).
+    """
+    xp = array_namespace("cupy")
+    d = family.d
+    qd = xp.asarray(q)
+    u = xp.broadcast_to(qd, (size, d)).copy()
+    s = xp.empty((size, L))
+    block = max(1, XP_CHUNK_ELEMENTS // (size * d))
+    for start in range(0, L, block):
+        m = min(block, L - start)
+        keys = _sphere_xp(xrng, xp, (size, m), d)
+        if target_n is not None and start <= target_n < start + m:
+            keys[:, target_n - start] = qd
+        steps = sample_steps(family, (size, m), xrng, "cupy")  # unit w, or the Haar-step mask
+        fresh = None if family.kind == "householder" else float(np.linalg.norm(q)) * _sphere_xp(xrng, xp, (size, m), d)
+        for t in range(m):
+            s[:, start + t] = xp.sum(u * keys[:, t], axis=1)
+            if fresh is None:
+                u -= 2.0 * steps[:, t] * xp.sum(steps[:, t] * u, axis=1)[:, None]
+            else:
+                u = xp.where(steps[:, t, None], fresh[:, t], u)
+    return _near_and_far_lse(s, lam, D)
 
 
 # ---------------------------------------------------------------------------------------

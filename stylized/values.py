@@ -24,6 +24,12 @@ and ``Σ_{j,k<M} z^{|j−k|} = M(1+z)/(1−z) − 2z(1−z^M)/(1−z)²``, so fo
 ``r_QKV ≈ (1+χ)/((1−χ) M)`` at large ``M``.  The noise term is ``σ² d Σ_j ᾱ_j²/||b||²``
 for general far weights ``ᾱ_j = α_j/ρ_D``.
 
+Backends.  The Monte Carlo engine (:func:`far_energy_samples`, :func:`snr_samples`) is written once
+against an array namespace ``xp``: ``backend="numpy"``/``"numba"`` run it with NumPy on the caller's
+Generator (one stream, the same numbers for both), ``backend="cupy"`` runs the very same code with
+CuPy arrays and a device Generator seeded from the caller's (:func:`stylized.backend.xp_generator`);
+samples come back as host NumPy arrays, once per call.
+
 Example
 -------
 >>> from stylized.families import make_family
@@ -35,10 +41,14 @@ Example
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import numpy as np
 from scipy.special import ive
 
-from .families import SO2Family, StepFamily, as_generator, uniform_sphere
+from .backend import array_namespace, namespace_of, to_numpy, xp_generator
+from .families import SO2Family, StepFamily, as_generator
+from .sampling import XP_CHUNK_ELEMENTS, _sphere_xp, sample_steps
 
 __all__ = [
     "correlation_pairs",
@@ -53,6 +63,7 @@ __all__ = [
     "route_sums",
     "so2_trig",
     "orthogonal_dense",
+    "gram_schmidt",
     "stable_weights",
     "ratio_ci",
     "far_keys",
@@ -120,17 +131,20 @@ def quadratic_form(a: np.ndarray, w: np.ndarray, z: np.ndarray) -> np.ndarray:
 
     The plug-in prediction of ``||F/ρ_D||²/||b||²`` for given far weights ``a = ᾱ`` when
     the weights are independent of the steps.  Recursion ``h_k = z (h_{k−1} + a_{k−1})``
-    gives ``Σ_{j<k} a_j z^{k−j} = h_k``.
+    gives ``Σ_{j<k} a_j z^{k−j} = h_k``.  Array-namespace generic: ``a`` may be a CuPy array
+    (``w``, ``z`` are moved to its device).
     """
-    a = np.asarray(a, dtype=float)
+    xp = namespace_of(a)
+    a = xp.asarray(a, dtype=float)
+    w, z = xp.asarray(w), xp.asarray(z)
     T, M = a.shape
-    h = np.zeros((T, z.size), dtype=complex)
-    cross = np.zeros((T, z.size), dtype=complex)
+    h = xp.zeros((T, z.size), dtype=complex)
+    cross = xp.zeros((T, z.size), dtype=complex)
     for k in range(1, M):
         h = z * (h + a[:, k - 1, None])
         cross += a[:, k, None] * h
-    diag = np.sum(a * a, axis=1)
-    return diag * w.sum() + 2.0 * np.real(cross) @ w
+    diag = xp.sum(a * a, axis=1)
+    return diag * w.sum() + 2.0 * xp.real(cross) @ w
 
 
 def haar_tilt_floor(d: int, lam: float) -> float:
@@ -147,43 +161,75 @@ def haar_tilt_floor(d: int, lam: float) -> float:
 
 # ---------------------------------------------------------------------------------------
 # route transport indexed by route length n = 0 … N−1 (P_0 = I, P_n = m_1 m_2 ⋯ m_n)
+#
+# Array-namespace generic: every function works on NumPy or CuPy arrays (the namespace is
+# taken from its array arguments); random draws use the Generator it is given.
 # ---------------------------------------------------------------------------------------
-def orthogonal_dense(rng: np.random.Generator, shape: tuple, d: int) -> np.ndarray:
-    """Haar matrices on ``O(d)``: QR of Gaussians with the sign of ``diag(R)`` fixed (Mezzadri)."""
-    g = rng.standard_normal(tuple(shape) + (d, d))
-    q, r = np.linalg.qr(g)
-    return q * np.sign(np.diagonal(r, axis1=-2, axis2=-1))[..., None, :]
+def gram_schmidt(g: np.ndarray) -> np.ndarray:
+    """Orthonormal columns of each ``(…, d, d)`` matrix: classical Gram–Schmidt applied twice (CGS2).
+
+    ``R`` has a positive diagonal by construction, so for Gaussian ``g`` this is Mezzadri's
+    ``Q·sign(diag R)`` (Haar on ``O(d)``) up to rounding, in ``d`` passes vectorised over the batch.
+    """
+    xp = namespace_of(g)
+    q = xp.empty_like(g)
+    for j in range(g.shape[-1]):
+        v = g[..., j, None]
+        if j:  # twice is enough: orthogonal to rounding unless g is numerically singular
+            for _ in range(2):
+                v = v - q[..., :j] @ (xp.swapaxes(q[..., :j], -1, -2) @ v)
+        q[..., j] = (v / xp.linalg.norm(v, axis=-2, keepdims=True))[..., 0]
+    return q
 
 
-def draw_route_steps(family: StepFamily, size: int, N: int, rng: np.random.Generator) -> np.ndarray:
+def orthogonal_dense(rng, shape: tuple, d: int, *, xp: ModuleType = np, method: str = "qr") -> np.ndarray:
+    """Haar matrices on ``O(d)`` from Gaussians ``G``: ``Q·sign(diag R)`` of the QR of ``G`` (Mezzadri).
+
+    ``method="gram-schmidt"`` orthonormalises ``G`` by :func:`gram_schmidt` instead (the same law;
+    used on the CuPy path, whose batched QR loops over the matrices).
+    """
+    g = rng.standard_normal(size=tuple(shape) + (d, d))
+    if method == "gram-schmidt":
+        return gram_schmidt(g)
+    q, r = xp.linalg.qr(g)
+    return q * xp.sign(xp.diagonal(r, axis1=-2, axis2=-1))[..., None, :]
+
+
+def draw_route_steps(family: StepFamily, size: int, N: int, rng, *, backend: str = "numpy") -> np.ndarray:
     """Steps ``m_1 … m_{N−1}`` of ``size`` routes (index 0 unused): angles, reflection vectors, or dense.
 
     ``m_s`` is the step of the token ``s`` positions before the query, so the route of
     length ``n`` is ``P_n = m_1 ⋯ m_n`` (``= M_i ⋯ M_{i−n+1}``).  Haar kinds are drawn as
     dense matrices (exact even when weights depend on them); keep ``d`` small.
+    Structured draws come from :func:`stylized.sampling.sample_steps`.  ``backend="cupy"``: ``rng`` is
+    the device Generator (:func:`stylized.backend.xp_generator`), the steps are device arrays and Haar
+    matrices come from :func:`gram_schmidt`.
     """
-    rng = as_generator(rng)
-    if family.kind in ("so2", "householder"):
-        return family.rvs(size * N, rng).reshape(size, N, -1)
-    mask = family.rvs(size * N, rng).reshape(size, N)
-    mats = np.broadcast_to(np.eye(family.d), (size, N, family.d, family.d)).copy()
+    xp = array_namespace(backend)
+    rng = rng if backend == "cupy" else as_generator(rng)
+    steps = sample_steps(family, (size, N), rng, backend)
+    if family.kind != "haar":
+        return steps
+    mask = steps  # which steps are Haar steps (lazy Haar: else the identity)
+    mats = xp.broadcast_to(xp.eye(family.d), (size, N, family.d, family.d)).copy()
     k = int(mask.sum())
     if k:
-        mats[mask] = orthogonal_dense(rng, (k,), family.d)
+        mats[mask] = orthogonal_dense(rng, (k,), family.d, xp=xp, method="gram-schmidt" if backend == "cupy" else "qr")
     return mats
 
 
 def so2_trig(steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``cos A_n``, ``sin A_n`` of the accumulated route angles ``A_n = θ_1 + … + θ_n`` (``A_0 = 0``)."""
-    A = np.cumsum(steps, axis=1) - steps[:, :1]
-    return np.cos(A), np.sin(A)
+    xp = namespace_of(steps)
+    A = xp.cumsum(steps, axis=1) - steps[:, :1]
+    return xp.cos(A), xp.sin(A)
 
 
 def _so2_rotate(trig: tuple[np.ndarray, np.ndarray], v: np.ndarray) -> np.ndarray:
     """``P_n v_n`` from precomputed ``cos A_n, sin A_n`` (same as :func:`rotate_planes`)."""
     c, s = trig
     x, y = v[..., 0::2], v[..., 1::2]
-    out = np.empty(c.shape[:-1] + (2 * c.shape[-1],))
+    out = namespace_of(c).empty(c.shape[:-1] + (2 * c.shape[-1],))
     out[..., 0::2] = c * x - s * y
     out[..., 1::2] = s * x + c * y
     return out
@@ -195,22 +241,23 @@ def route_scores(family: StepFamily, steps: np.ndarray, q: np.ndarray, keys: np.
 
     ``trig``: optional :func:`so2_trig` of ``steps`` (SO(2) only), to share it with :func:`route_sums`.
     """
+    xp = namespace_of(keys)
     T, N = steps.shape[:2]
     if family.kind == "so2":
         return _so2_rotate(trig or so2_trig(steps), keys) @ q
-    out = np.empty((T, N))
-    u = np.broadcast_to(q, (T, q.size)).copy()  # u_n = P_nᵀ q = m_nᵀ u_{n−1}
+    out = xp.empty((T, N))
+    u = xp.broadcast_to(q, (T, q.size)).copy()  # u_n = P_nᵀ q = m_nᵀ u_{n−1}
     for n in range(N):
         if n:
             u = _apply_step(family, steps[:, n], u, transpose=True)
-        out[:, n] = np.einsum("td,td->t", u, keys[:, n])
+        out[:, n] = xp.einsum("td,td->t", u, keys[:, n])
     return out
 
 
 def route_sum(family: StepFamily, steps: np.ndarray, weights: np.ndarray, values: np.ndarray) -> np.ndarray:
     """``Σ_n a_n P_n v_n`` for every route: Horner from the far end, ``r ← a_n v_n + m_{n+1} r``."""
     if family.kind == "so2":
-        return np.einsum("tn,tnd->td", weights, _so2_rotate(so2_trig(steps), values))
+        return namespace_of(values).einsum("tn,tnd->td", weights, _so2_rotate(so2_trig(steps), values))
     N = steps.shape[1]
     r = weights[:, N - 1, None] * values[:, N - 1]
     for n in range(N - 2, -1, -1):
@@ -223,35 +270,48 @@ def route_sums(family: StepFamily, steps: np.ndarray, weights: tuple[np.ndarray,
     """:func:`route_sum` for several weight vectors on the same routes (SO(2): one rotation pass)."""
     if family.kind == "so2":
         rv = _so2_rotate(trig or so2_trig(steps), values)
-        return [np.einsum("tn,tnd->td", w, rv) for w in weights]
+        return [namespace_of(values).einsum("tn,tnd->td", w, rv) for w in weights]
     return [route_sum(family, steps, w, values) for w in weights]
 
 
 def _apply_step(family: StepFamily, step: np.ndarray, x: np.ndarray, *, transpose: bool) -> np.ndarray:
+    xp = namespace_of(x)
     if family.kind == "householder":  # symmetric: m = mᵀ = I − 2wwᵀ
-        return x - 2.0 * step * np.einsum("td,td->t", step, x)[:, None]
-    return np.einsum("tba,tb->ta" if transpose else "tab,tb->ta", step, x)
+        return x - 2.0 * step * xp.einsum("td,td->t", step, x)[:, None]
+    return xp.einsum("tba,tb->ta" if transpose else "tab,tb->ta", step, x)
 
 
 def stable_weights(logits: np.ndarray) -> np.ndarray:
     """Row-wise softmax (max subtracted)."""
-    e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    e = namespace_of(logits).exp(logits - logits.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def far_keys(rng: np.random.Generator, shape: tuple, b_hat: np.ndarray, align: float) -> np.ndarray:
-    """Keys ``k = normalise(a·b̂ + √(1−a²)·u)`` with ``u`` uniform: ``a = 0`` uniform keys, ``a = 1`` keys ``= b̂``."""
+def far_keys(rng, shape: tuple, b_hat: np.ndarray, align: float) -> np.ndarray:
+    """Keys ``k = normalise(a·b̂ + √(1−a²)·u)`` with ``u`` uniform: ``a = 0`` uniform keys, ``a = 1`` keys ``= b̂``.
+
+    Drawn with ``rng`` in the namespace of ``b_hat`` (a CuPy ``b_hat`` needs a CuPy Generator).
+    """
     if not (0.0 <= align <= 1.0):
         raise ValueError(f"key_align must lie in [0, 1], got {align!r}")
-    k = align * b_hat + np.sqrt(1.0 - align**2) * uniform_sphere(rng, shape, b_hat.size)
-    return k / np.linalg.norm(k, axis=-1, keepdims=True)
+    xp = namespace_of(b_hat)
+    k = align * b_hat + float(np.sqrt(1.0 - align**2)) * _sphere_xp(rng, xp, shape, b_hat.size)
+    return k / xp.linalg.norm(k, axis=-1, keepdims=True)
 
 
-def chunk_size(family: StepFamily, N: int, budget: int = 1 << 21, dense: bool | None = None) -> int:
-    """Routes per chunk so that one ``(T, N, d)`` array (``(T, N, d, d)`` for dense Haar) stays ≤ ``budget`` floats."""
+def chunk_size(family: StepFamily, N: int, budget: int | None = None, dense: bool | None = None,
+               backend: str = "numpy") -> int:
+    """Routes per chunk so that one ``(T, N, d)`` array (``(T, N, d, d)`` for dense Haar) stays ≤ ``budget`` floats.
+
+    Default budget ``2²¹`` floats and at most 256 routes; on the CuPy path
+    :data:`stylized.sampling.XP_CHUNK_ELEMENTS` (``2²²`` floats, 32 MiB per array, about 7 of them
+    alive at once) and at most 4096 routes, so a GPU gets larger batches.
+    """
+    gpu = backend == "cupy"
+    budget = (XP_CHUNK_ELEMENTS if gpu else 1 << 21) if budget is None else budget
     dense = family.kind == "haar" if dense is None else dense
     per = N * family.d * (family.d if dense else 1)
-    return int(max(1, min(256, budget // per)))
+    return int(max(1, min(4096 if gpu else 256, budget // per)))
 
 
 # ---------------------------------------------------------------------------------------
@@ -297,6 +357,7 @@ def far_energy_samples(
     b: np.ndarray | None = None,
     independent: bool = False,
     dense_haar: bool = False,
+    backend: str = "numpy",
 ) -> dict[str, np.ndarray]:
     """Per-route samples of ``||F/ρ_D||²/||b||²`` for ``M`` far sources at route lengths ``D … D+M−1``.
 
@@ -305,75 +366,94 @@ def far_energy_samples(
     ``ρ_D``), with keys from :func:`far_keys` (``key_align = 0``: uniform keys, weights
     independent of the steps; ``1``: keys ``= b̂``, weights select routes that keep ``b̂``).
 
-    Returns arrays of shape ``(size,)``: ``qk``, ``qkv``, ``plugin`` (the independent-weights
+    Returns host arrays of shape ``(size,)``: ``qk``, ``qkv``, ``plugin`` (the independent-weights
     prediction ``ᾱᵀCᾱ + σ²dΣᾱ²`` for the drawn weights) and, with ``independent``,
     ``qkv-indep`` (values transported by an independent stream of steps of the same family).
 
     Haar kinds with equal weights use the exact law of the transport (:func:`haar_law_sum`,
     ``O(N·d)``) unless ``dense_haar``; softmax weights always use dense Haar matrices.
+    ``backend="cupy"`` runs the same code on the GPU with a device Generator seeded from ``rng``;
+    ``"numpy"`` and ``"numba"`` are the same computation on ``rng`` itself.
     """
-    d = family.d
-    b = np.full(d, 1.0 / np.sqrt(d)) if b is None else np.asarray(b, dtype=float)
-    nb = float(b @ b)
-    b_hat = b / np.sqrt(nb)
-    N = D + M
+    if weights not in ("equal", "softmax"):
+        raise ValueError(f"weights must be 'equal' or 'softmax', got {weights!r}")
+    rng = xp_generator(backend, as_generator(rng))
+    b = np.full(family.d, 1.0 / np.sqrt(family.d)) if b is None else np.asarray(b, dtype=float)
     if family.kind == "haar" and weights == "equal" and not dense_haar:
-        return _haar_law_energy(family, M, D, size, rng, noise, b, independent)
-    steps = draw_route_steps(family, size, N, rng)
+        out = _haar_law_energy(family, M, D, size, rng, noise, b, independent, backend)
+    else:
+        out = _route_energy(family, M, D, size, rng, weights, lam, key_align, noise, b, independent, backend)
+    return {k: to_numpy(v) for k, v in out.items()}
+
+
+def _far_values(size: int, N: int, D: int, b: np.ndarray, noise: float, rng, xp: ModuleType) -> np.ndarray:
+    """Values ``v_n = b + ξ_n`` at the far route lengths ``n ≥ D`` and ``0`` at the near ones, ``(size, N, d)``."""
+    d = b.size
+    values = xp.zeros((size, N, d))
+    values[:, D:] = xp.asarray(b) + (noise * rng.standard_normal(size=(size, N - D, d)) if noise > 0 else 0.0)
+    return values
+
+
+def _route_energy(family: StepFamily, M: int, D: int, size: int, rng, weights: str, lam: float, key_align: float,
+                  noise: float, b: np.ndarray, independent: bool, backend: str) -> dict:
+    """:func:`far_energy_samples` along drawn routes (any family; weights may depend on the steps)."""
+    xp = array_namespace(backend)
+    d, N, nb = family.d, D + M, float(b @ b)
+    b_hat = xp.asarray(b / np.sqrt(nb))
+    steps = draw_route_steps(family, size, N, rng, backend=backend)
     trig = so2_trig(steps) if family.kind == "so2" else None
     if weights == "equal":
-        abar = np.full((size, M), 1.0 / M)
-    elif weights == "softmax":
-        keys = np.zeros((size, N, d))
+        abar = xp.full((size, M), 1.0 / M)
+    else:
+        keys = xp.zeros((size, N, d))
         keys[:, D:] = far_keys(rng, (size, M), b_hat, key_align)
         abar = stable_weights(lam * route_scores(family, steps, b_hat, keys, trig)[:, D:])
-    else:
-        raise ValueError(f"weights must be 'equal' or 'softmax', got {weights!r}")
-    values = np.zeros((size, N, d))
-    values[:, D:] = b + (noise * rng.standard_normal((size, M, d)) if noise > 0 else 0.0)
-    a_full = np.zeros((size, N))
+    values = _far_values(size, N, D, b, noise, rng, xp)
+    a_full = xp.zeros((size, N))
     a_full[:, D:] = abar
     out = {
-        "qk": np.sum(np.einsum("tn,tnd->td", abar, values[:, D:]) ** 2, axis=1) / nb,
-        "qkv": np.sum(route_sums(family, steps, (a_full,), values, trig)[0] ** 2, axis=1) / nb,
+        "qk": xp.sum(xp.einsum("tn,tnd->td", abar, values[:, D:]) ** 2, axis=1) / nb,
+        "qkv": xp.sum(route_sums(family, steps, (a_full,), values, trig)[0] ** 2, axis=1) / nb,
     }
     if independent:
-        other = draw_route_steps(family, size, N, rng)
-        out["qkv-indep"] = np.sum(route_sum(family, other, a_full, values) ** 2, axis=1) / nb
+        other = draw_route_steps(family, size, N, rng, backend=backend)
+        out["qkv-indep"] = xp.sum(route_sum(family, other, a_full, values) ** 2, axis=1) / nb
     w, z = correlation_pairs(family, b)
-    sq = np.sum(abar**2, axis=1)
-    out["plugin"] = (np.full(size, qkv_interference_theory(family, b, M)) if weights == "equal"
+    sq = xp.sum(abar**2, axis=1)
+    out["plugin"] = (xp.full(size, qkv_interference_theory(family, b, M)) if weights == "equal"
                      else quadratic_form(abar, w, z)) + noise**2 * d * sq / nb
     return out
 
 
-def haar_law_sum(mask: np.ndarray, weights: np.ndarray, values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def haar_law_sum(mask: np.ndarray, weights: np.ndarray, values: np.ndarray, rng) -> np.ndarray:
     """``Σ_n a_n P_n v_n`` for (lazy) Haar steps by their exact law (weights independent of the steps).
 
     Horner from the far end, ``r ← a_n v_n + m_{n+1} r``, where a Haar step ``m`` maps ``r``
     to ``||r||`` times a fresh uniform unit vector (independent of the past) and a lazy
-    step is the identity.  ``mask`` ``(T, N)`` marks the Haar steps.
+    step is the identity.  ``mask`` ``(T, N)`` marks the Haar steps.  Works in the namespace of
+    ``values`` with the Generator ``rng`` of that namespace; one pass per step, all routes at once.
     """
+    xp = namespace_of(values)
     T, N = mask.shape
     r = weights[:, N - 1, None] * values[:, N - 1]
     for n in range(N - 2, -1, -1):
-        fresh = uniform_sphere(rng, (T,), values.shape[-1]) * np.linalg.norm(r, axis=1, keepdims=True)
-        r = weights[:, n, None] * values[:, n] + np.where(mask[:, n + 1, None], fresh, r)
+        fresh = _sphere_xp(rng, xp, (T,), values.shape[-1]) * xp.linalg.norm(r, axis=1, keepdims=True)
+        r = weights[:, n, None] * values[:, n] + xp.where(mask[:, n + 1, None], fresh, r)
     return r
 
 
-def _haar_law_energy(family: StepFamily, M: int, D: int, size: int, rng: np.random.Generator, noise: float,
-                     b: np.ndarray, independent: bool) -> dict[str, np.ndarray]:
+def _haar_law_energy(family: StepFamily, M: int, D: int, size: int, rng, noise: float, b: np.ndarray,
+                     independent: bool, backend: str) -> dict:
+    xp = array_namespace(backend)
     d, N, nb = family.d, D + M, float(b @ b)
-    a = np.zeros((size, N))
+    a = xp.zeros((size, N))
     a[:, D:] = 1.0 / M
-    values = np.zeros((size, N, d))
-    values[:, D:] = b + (noise * rng.standard_normal((size, M, d)) if noise > 0 else 0.0)
-    out = {"qk": np.sum(values[:, D:].mean(axis=1) ** 2, axis=1) / nb}
+    values = _far_values(size, N, D, b, noise, rng, xp)
+    out = {"qk": xp.sum(values[:, D:].mean(axis=1) ** 2, axis=1) / nb}
     for key in ("qkv", "qkv-indep") if independent else ("qkv",):
-        mask = family.rvs(size * N, rng).reshape(size, N)
-        out[key] = np.sum(haar_law_sum(mask, a, values, rng) ** 2, axis=1) / nb
-    out["plugin"] = np.full(size, qkv_interference_theory(family, b, M)) + noise**2 * d / (M * nb)
+        mask = sample_steps(family, (size, N), rng, backend)
+        out[key] = xp.sum(haar_law_sum(mask, a, values, rng) ** 2, axis=1) / nb
+    out["plugin"] = xp.full(size, qkv_interference_theory(family, b, M)) + noise**2 * d / (M * nb)
     return out
 
 
@@ -390,6 +470,7 @@ def snr_samples(
     q: np.ndarray,
     t: np.ndarray,
     b: np.ndarray,
+    backend: str = "numpy",
 ) -> dict[str, np.ndarray]:
     """Near signal and far interference for one query with ``K`` near sources and ``L − K`` far ones.
 
@@ -397,28 +478,33 @@ def snr_samples(
     have keys from :func:`far_keys` and values ``b + ξ``.  Full softmax over all ``L``
     logits ``λ qᵀ P_n k_n``.  Signal ``(tᵀ N)²`` with ``N`` the near part of the output
     (QK: ``Σ_near α t``; QKV: ``Σ_near α P_n t``); interference ``||F||²`` of the far part.
-    Also ``overlap``: ``tᵀ P_n t`` for ``n < K`` (``(size, K)``).
+    Also ``overlap``: ``tᵀ P_n t`` for ``n < K`` (``(size, K)``).  Host arrays are returned;
+    ``backend="cupy"`` computes on the GPU with a device Generator seeded from ``rng``.
     """
+    xp = array_namespace(backend)
+    rng = xp_generator(backend, as_generator(rng))
     d = family.d
-    steps = draw_route_steps(family, size, L, rng)
-    keys = np.empty((size, L, d))
-    keys[:, :K] = q
-    keys[:, K:] = far_keys(rng, (size, L - K), b / np.linalg.norm(b), key_align)
+    t, b = np.asarray(t, dtype=float), np.asarray(b, dtype=float)
+    qd, td, bd = (xp.asarray(v, dtype=float) for v in (q, t, b))
+    steps = draw_route_steps(family, size, L, rng, backend=backend)
+    keys = xp.empty((size, L, d))
+    keys[:, :K] = qd
+    keys[:, K:] = far_keys(rng, (size, L - K), bd / xp.linalg.norm(bd), key_align)
     trig = so2_trig(steps) if family.kind == "so2" else None
-    alpha = stable_weights(lam * route_scores(family, steps, q, keys, trig))
-    values = np.empty((size, L, d))
-    values[:, :K] = t
-    values[:, K:] = b + (noise * rng.standard_normal((size, L - K, d)) if noise > 0 else 0.0)
+    alpha = stable_weights(lam * route_scores(family, steps, qd, keys, trig))
+    values = _far_values(size, L, K, b, noise, rng, xp)
+    values[:, :K] = td
     near, far = alpha.copy(), alpha.copy()
     near[:, K:] = 0.0
     far[:, :K] = 0.0
     n_qkv, f_qkv = route_sums(family, steps, (near, far), values, trig)
-    tt = np.broadcast_to(t, (size, K, d))
-    return {
+    tt = xp.broadcast_to(td, (size, K, d))
+    out = {
         "rho": far.sum(axis=1),
         "signal_qk": (near.sum(axis=1) * float(t @ t)) ** 2,
-        "signal_qkv": (n_qkv @ t) ** 2,
-        "interf_qk": np.sum(np.einsum("tn,tnd->td", far, values) ** 2, axis=1),
-        "interf_qkv": np.sum(f_qkv**2, axis=1),
-        "overlap": route_scores(family, steps[:, :K], t, tt, trig and (trig[0][:, :K], trig[1][:, :K])),
+        "signal_qkv": (n_qkv @ td) ** 2,
+        "interf_qk": xp.sum(xp.einsum("tn,tnd->td", far, values) ** 2, axis=1),
+        "interf_qkv": xp.sum(f_qkv**2, axis=1),
+        "overlap": route_scores(family, steps[:, :K], td, tt, trig and (trig[0][:, :K], trig[1][:, :K])),
     }
+    return {k: to_numpy(v) for k, v in out.items()}

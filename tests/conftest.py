@@ -15,3 +15,12 @@ def tmp_results(tmp_path, monkeypatch):
     monkeypatch.setenv("STYLIZED_RESULTS_DIR", str(tmp_path / "results"))
     monkeypatch.setenv("STYLIZED_FIGURES_DIR", str(tmp_path / "figures"))
     return tmp_path
+
+
+@pytest.fixture()
+def cupy_standin():
+    """Run backend ``"cupy"`` through its array-namespace path with NumPy standing in for CuPy."""
+    from stylized.backend import numpy_standin_for_cupy
+
+    with numpy_standin_for_cupy():
+        yield

@@ -7,17 +7,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stylized.backend import array_namespace, check_backend, cupy_available
+from stylized.backend import array_namespace, check_backend
 from stylized.families import make_family, uniform_sphere
 from stylized.kernels import (
+    householder_chain_normals,
     householder_chain_numba,
     householder_queries_numpy,
     householder_route,
     kernel,
 )
 from stylized.sampling import _sample_overlaps_xp, sample_far_route, sample_far_route_dense, sample_overlaps
-
-needs_gpu = pytest.mark.skipif(not cupy_available(), reason="CuPy with a CUDA GPU is not available here")
+from tests._shared import needs_gpu
 
 
 def test_unknown_backend_names_backend():
@@ -48,16 +48,21 @@ def test_householder_kernels_match_numpy(L, d, seed):
                                kernel("householder_overlaps", "numpy")(ww, q, ns), atol=1e-12)
 
 
-def test_householder_chain_draws_numpys_stream():
-    # the in-kernel draws are NumPy's own ziggurat on the same bit generator: identical inputs, identical chain
-    d, m = 7, 40
+@pytest.mark.parametrize("d", [1, 7, 8])
+@pytest.mark.parametrize("start_row", [True, False])
+def test_householder_chain_equals_numpy_on_its_own_draws(d, start_row):
+    # identical inputs: the normals the kernel draws (rebuilt in NumPy) fed to the NumPy rank-one loop give the same
+    # chain; 150 steps cross the kernel's 64-step draw blocks
+    m = 150
     q = uniform_sphere(np.random.default_rng(0), (), d)
     U = np.empty((m, d))
-    householder_chain_numba(np.random.Generator(np.random.SFC64(11)), q, U, True)
-    g = np.random.Generator(np.random.SFC64(11)).standard_normal((m - 1, d))[::-1]
-    w = np.zeros((m, d))
+    householder_chain_numba(np.uint64(11), q, U, start_row)
+    steps = m - 1 if start_row else m
+    g = householder_chain_normals(11, steps, d)[::-1]
+    w = np.zeros((steps + 1, d))
     w[1:] = g / np.linalg.norm(g, axis=1, keepdims=True)
-    np.testing.assert_allclose(U, householder_queries_numpy(w, q), atol=1e-13)
+    ref = householder_queries_numpy(w, q)
+    np.testing.assert_allclose(U, ref if start_row else ref[:m], atol=1e-12)
 
 
 def test_householder_route_segments_exact_in_law():

@@ -9,19 +9,13 @@ import pytest
 from stylized.cli import main
 from stylized.registry import get_check
 from stylized.results import run_check
+from tests._shared import SCORE_SMALL
 
 CONTRACT = {"claim", "params", "holds", "rows", "seconds", "headline"}
 ROW_KEYS = {"estimate", "ci_low", "ci_high", "theory", "n_samples"}
 HEAD_KEYS = {"quantity", "estimate", "ci_low", "ci_high", "n_samples", "theory", "verdict"}
 
-SMALL = {
-    "mixing": {"family": "householder,so2-uniform,lazy-haar", "d": 16, "n": [0, 1, 5, 20], "trials": 400,
-               "L": [64, 2048], "window_steps": 16384, "n_op": [1, 5], "trials_op": 200, "d_op": 8},
-    "mixing-spectrum": {"d": 16, "L_eval": 4096, "L_train": 128, "chains": 8},
-    "haar-law": {"family": "householder", "d": 16, "n": 150, "trials": 2000},
-    "score-gap": {"d": [16, 64], "trials": 5000, "trials_near": 1000, "M": [64, 4096]},
-    "transfer": {"d": 16, "L": [64, 2048], "D": 8, "trials": 48},
-}
+SMALL = SCORE_SMALL
 CLAIMS = {"mixing": "C1", "mixing-spectrum": "C1", "haar-law": "C2", "score-gap": "C3", "transfer": "C3"}
 
 
