@@ -134,3 +134,15 @@ def test_cupy_so2_identical_inputs():
     host = np.cos(np.cumsum(th, axis=1)) @ w
     dev = cupy.asnumpy(cupy.cos(cupy.cumsum(cupy.asarray(th), axis=1)) @ cupy.asarray(w))
     np.testing.assert_allclose(dev, host, atol=1e-12)
+
+
+def test_householder_route_into_out_arrays():
+    # out= gives the same route (float32: the float64 route rounded once per entry); a wrong out is refused
+    q = np.full(16, 0.25)
+    ref = householder_route(q, 300, seed=4)
+    U = np.empty((300, 16))
+    assert householder_route(q, 300, seed=4, out=U) is U and np.array_equal(U, ref)
+    U32 = np.empty((300, 16), dtype=np.float32)
+    np.testing.assert_allclose(householder_route(q, 300, seed=4, out=U32), ref, atol=1e-6)
+    with pytest.raises(ValueError, match="out"):
+        householder_route(q, 300, seed=4, out=np.empty((299, 16)))
