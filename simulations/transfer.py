@@ -69,6 +69,9 @@ def near_and_far(family, L: int, D: int, lam: float, target_n: int, trials: int,
     """
     d = family.d
     q = equal_energy_query(d)
+    if backend == "numba" and isinstance(family, SO2Uniform):  # draws fused into the sweep kernel
+        nr, fl = so2_context_sampled(family, L, trials, int(rng.integers(2**63)), q, lam, D, target_n)
+        return lam * nr, fl
     so2 = isinstance(family, SO2Family)
     if backend == "cupy":
         xrng = xp_generator(backend, rng)
@@ -84,9 +87,6 @@ def near_and_far(family, L: int, D: int, lam: float, target_n: int, trials: int,
                 nr, fl = transport_context_xp(family, L, e - s, xrng, q, lam, D, target_n)
             near[s:e], far[s:e] = lam * to_numpy(nr), to_numpy(fl)
             continue
-        if backend == "numba" and isinstance(family, SO2Uniform):  # draws fused into the sweep kernel
-            nr, fl = so2_context_sampled(family, L, trials, int(rng.integers(2**63)), q, lam, D, target_n)
-            return lam * nr, fl
         if so2:
             theta, dot, cross = so2_context_inputs(family, L, e - s, rng, q, target_n)
             f = so2_context_numba if backend == "numba" else so2_context_numpy
