@@ -329,7 +329,7 @@ def plot(result: dict, outdir: Path) -> list[Path]:
     ax3.legend(fontsize=7, ncol=2)
     caption(fig, f"d={p['d']}, ω={p['omega']}, σ={p['sigma']}, p={p['p']}, base={p['base']}; {p['trials']} chains per family "
                  f"(left), {p.get('window_steps', 0):,} steps per family and L (middle), {p.get('trials_op', 0)} dense "
-                 f"products (right); seed {p['seed']}; bars: 95% CI (middle: interval of the crossing; right: joint)")
+                 f"products (right); seed {p['seed']}; bars: 95% CI (middle: interval of the crossing, joint over all windows; right: joint)")
     return [save_figure(fig, outdir, NAME)]
 
 
