@@ -145,6 +145,5 @@ CHECK = register(Check(
     run=run,
     plot=plot,
     module="simulations.far_mass_bound",
-    backends=("numpy", "numba", "cupy"),
     extra={"order": 0},
 ))

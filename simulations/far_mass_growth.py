@@ -309,6 +309,5 @@ CHECK = register(Check(
     run=run,
     plot=plot,
     module="simulations.far_mass_growth",
-    backends=("numpy", "numba", "cupy"),
     extra={"order": 1},
 ))

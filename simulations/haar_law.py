@@ -185,6 +185,5 @@ CHECK = register(Check(
     run=run,
     plot=plot,
     module="simulations.haar_law",
-    backends=("numpy", "numba", "cupy"),
     extra={"order": 0},
 ))

@@ -350,6 +350,5 @@ CHECK = register(Check(
     run=run,
     plot=plot,
     module="simulations.mixing",
-    backends=("numpy", "numba", "cupy"),
     extra={"order": 0},
 ))

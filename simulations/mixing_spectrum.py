@@ -168,6 +168,5 @@ CHECK = register(Check(
     run=run,
     plot=plot,
     module="simulations.mixing_spectrum",
-    backends=("numpy", "numba", "cupy"),
     extra={"order": 1},
 ))

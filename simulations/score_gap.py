@@ -148,17 +148,22 @@ def _headline(rows, ds, Ms, lam, nt, inside, total, bound_ok) -> dict:
             "verdict": verdict}
 
 
+def _estimate_vs_d(ax, rows: list[dict], key: str, label) -> None:
+    """One colour per value of ``key``: estimates with their intervals vs ``d``, the theory dashed."""
+    for i, g in enumerate(dict.fromkeys(r[key] for r in rows)):
+        rs = [r for r in rows if r[key] == g]
+        d = [r["d"] for r in rs]
+        errorbar_rows(ax, d, rs, fmt="o", color=f"C{i}", ms=4, capsize=2, label=label(g, rs))
+        ax.plot(d, [r["theory"] for r in rs], "--", color=f"C{i}", lw=1)
+
+
 def plot(result: dict, outdir: Path) -> list[Path]:
     """Left: score gap vs d per far count M.  Middle: far tails vs bounds.  Right: per-token suppression vs d."""
     p = result["params"]
     rows = result["rows"]
     fig, (ax1, ax2, ax3) = new_figure(ncols=3, width=5.0, height=4.4)
     gaps = [r for r in rows if r["kind"] == "gap"]
-    for i, M in enumerate(dict.fromkeys(r["M"] for r in gaps)):
-        rs = [r for r in gaps if r["M"] == M]
-        d = [r["d"] for r in rs]
-        errorbar_rows(ax1, d, rs, fmt="o", color=f"C{i}", ms=4, capsize=2, label=f"M = {M:,} far")
-        ax1.plot(d, [r["theory"] for r in rs], "--", color=f"C{i}", lw=1)
+    _estimate_vs_d(ax1, gaps, "M", lambda M, rs: f"M = {M:,} far")
     ax1.axhline(0, color="0.4", lw=0.8)
     ax1.set_xscale("log", base=2)
     ax1.set_xlabel("dimension d")
@@ -184,11 +189,7 @@ def plot(result: dict, outdir: Path) -> list[Path]:
     ax2.set_title("far tails (— Lévy, -· Hoeffding bound; ··· exact Haar)", fontsize=10)
     ax2.legend(fontsize=6.5, ncol=1, loc="lower left")
     sup = [r for r in rows if r["kind"] == "suppression"]
-    for i, fam in enumerate(dict.fromkeys(r["family"] for r in sup)):
-        rs = [r for r in sup if r["family"] == fam]
-        d = [r["d"] for r in rs]
-        errorbar_rows(ax3, d, rs, fmt="o", color=f"C{i}", ms=4, capsize=2, label=f"{fam} ({rs[0]['law']} far law)")
-        ax3.plot(d, [r["theory"] for r in rs], "--", color=f"C{i}", lw=1)
+    _estimate_vs_d(ax3, sup, "family", lambda fam, rs: f"{fam} ({rs[0]['law']} far law)")
     ax3.set_xscale("log", base=2)
     ax3.set_yscale("log")
     ax3.set_xlabel("dimension d")
@@ -220,6 +221,5 @@ CHECK = register(Check(
     run=run,
     plot=plot,
     module="simulations.score_gap",
-    backends=("numpy", "numba", "cupy"),
     extra={"order": 1},
 ))

@@ -236,7 +236,6 @@ CHECK = register(Check(
     run=run,
     plot=plot,
     module="simulations.transfer",
-    backends=("numpy", "numba", "cupy"),
     extra={"order": 2},
 ))
 

@@ -556,7 +556,7 @@ register(Check(
         Option("M", [1, 4, 16, 64, 256, 1024], "far counts M (comma list)", int_list), _D, _W, _LAM, _KA, _NOISE,
         Option("trials", 2000, "Monte Carlo routes per M", int)),
     run=run_incoherence, plot=plot_incoherence, module="simulations.value_incoherence",
-    backends=("numpy", "numba", "cupy"), extra={"order": 0},
+    extra={"order": 0},
 ))
 
 register(Check(
@@ -566,7 +566,7 @@ register(Check(
         Option("M", [16, 32, 64, 128, 256, 512, 1024, 2048, 4096], "far counts M (comma list)", int_list), _D, _NOISE,
         Option("trials", 400, "Monte Carlo routes per M", int)),
     run=run_scaling, plot=plot_scaling, module="simulations.value_incoherence",
-    backends=("numpy", "numba", "cupy"), extra={"order": 1},
+    extra={"order": 1},
 ))
 
 register(Check(
@@ -578,7 +578,7 @@ register(Check(
         Option("K", 4, "near sources (route lengths 0 … K−1) carrying the target value t, key q", int),
         _with_default((_LAM,), lam=8.0)[0], _KA, _NOISE, Option("trials", 100, "Monte Carlo queries per L", int)),
     run=run_snr, plot=plot_snr, module="simulations.value_incoherence",
-    backends=("numpy", "numba", "cupy"), extra={"order": 2},
+    extra={"order": 2},
 ))
 
 register(Check(
@@ -590,7 +590,7 @@ register(Check(
         Option("M", [4, 16, 64, 256], "far counts M (comma list)", int_list), _D, _LAM, _NOISE,
         Option("trials", 200, "Monte Carlo routes per (family, weights, M)", int)),
     run=run_noncommutative, plot=plot_noncommutative, module="simulations.value_incoherence",
-    backends=("numpy", "numba", "cupy"), extra={"order": 3},
+    extra={"order": 3},
 ))
 
 register(Check(
@@ -602,7 +602,7 @@ register(Check(
         _with_default((_W,), weights="softmax")[0], _LAM, _with_default((_KA,), key_align=1.0)[0], _NOISE,
         Option("trials", 500, "Monte Carlo routes per M", int)),
     run=run_independent, plot=plot_independent, module="simulations.value_incoherence",
-    backends=("numpy", "numba", "cupy"), extra={"order": 4},
+    extra={"order": 4},
 ))
 
 __all__ = ["fit_exponent"]

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .backend import BACKENDS
+
 __all__ = ["Option", "Check", "headline", "register", "load_checks", "get_check", "int_list", "float_list", "str_list"]
 
 
@@ -76,7 +78,7 @@ class Check:
     run: Callable[..., dict]
     plot: Callable[[dict, Path], list[Path]] | None = None
     module: str = ""
-    backends: tuple[str, ...] = ("numpy", "numba")
+    backends: tuple[str, ...] = BACKENDS  # every check runs on every backend unless it says otherwise
     extra: dict = field(default_factory=dict)
 
     def defaults(self) -> dict:
