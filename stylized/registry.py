@@ -17,13 +17,14 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .backend import BACKENDS
 
-__all__ = ["Option", "Check", "headline", "register", "load_checks", "get_check", "int_list", "float_list", "str_list"]
+__all__ = ["Option", "Mutant", "Check", "headline", "register", "load_checks", "get_check", "int_list", "float_list", "str_list"]
 
 
 def int_list(s: str | list) -> list[int]:
@@ -68,6 +69,22 @@ class Option:
 
 
 @dataclass(frozen=True)
+class Mutant:
+    """A deliberately wrong model or theory that must turn a check's ``holds`` false.
+
+    ``patch()`` returns a context manager (usually :func:`unittest.mock.patch` of a name the
+    check's module looks up at run time); inside it the check runs on the mutant.  ``params``
+    are extra option overrides applied on top of the check's reduced sizes (e.g. ``far_n`` below
+    the window), for mutants that are a setting rather than a code change.
+    """
+
+    name: str
+    description: str
+    patch: Callable[[], AbstractContextManager] = nullcontext
+    params: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Check:
     """One numerical check of a paper claim."""
 
@@ -80,6 +97,10 @@ class Check:
     module: str = ""
     backends: tuple[str, ...] = BACKENDS  # every check runs on every backend unless it says otherwise
     extra: dict = field(default_factory=dict)
+    # Falsifiability: mutants that must each turn ``holds`` false, and the option overrides
+    # ("reduced sizes") at which the mutation suite and the false-rejection runs use the same test.
+    mutants: tuple[Mutant, ...] = ()
+    reduced: dict = field(default_factory=dict)
 
     def defaults(self) -> dict:
         return {o.name: o.default for o in self.options}
