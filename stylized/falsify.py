@@ -1,0 +1,76 @@
+"""Falsifiability of the checks: mutants that must flip a verdict, and false-rejection rates.
+
+A verdict that cannot come out "does not hold" tests nothing.  Every registered check declares
+``mutants`` (a wrong model or a wrong theory, as :class:`~stylized.registry.Mutant`) and
+``reduced`` option overrides at which the same test runs in seconds.  This module runs
+
+* :func:`run_reduced`: the check at its reduced sizes, optionally under one mutant;
+* :func:`mutation_table`: the unmutated check and every mutant at one seed (each mutant must
+  give ``holds = False`` while the unmutated check holds);
+* :func:`false_rejections`: the unmutated check over many seeds: the measured false-rejection
+  rate with its exact (Clopper–Pearson) 95% interval.  The checks test at a nominal 5% level.
+
+Results are written under ``<results>/falsify/`` by ``stylized falsify`` and rendered into
+``paper_checks.md``.
+"""
+
+from __future__ import annotations
+
+import time
+
+from .estimators import proportion_ci
+
+__all__ = ["run_reduced", "mutation_table", "false_rejections"]
+
+
+def run_reduced(check, *, seed: int = 0, mutant=None, backend: str = "numba", params: dict | None = None) -> dict:
+    """Run ``check`` at its reduced sizes (``check.reduced``), under ``mutant`` if given.
+
+    Returns ``{"holds", "seconds"}`` plus the full result under ``"result"``.
+    """
+    from .results import run_check
+
+    p = {**check.reduced, **(mutant.params if mutant is not None else {}), **(params or {})}
+    backend = backend if backend in check.backends else check.backends[0]
+    t0 = time.perf_counter()
+    ctx = mutant.patch() if mutant is not None else None
+    if ctx is None:
+        r = run_check(check, p, seed=seed, backend=backend, progress=False)
+    else:
+        with ctx:
+            r = run_check(check, p, seed=seed, backend=backend, progress=False)
+    return {"holds": bool(r["holds"]), "seconds": round(time.perf_counter() - t0, 3), "result": r}
+
+
+def mutation_table(check, *, seed: int = 0, backend: str = "numba") -> dict:
+    """The unmutated check and each mutant at ``seed``: ``{"check", "unmutated", "mutants": [...]}``.
+
+    ``ok`` is true when the unmutated check holds and every mutant flips it.
+    """
+    base = run_reduced(check, seed=seed, backend=backend)
+    rows = []
+    for m in check.mutants:
+        r = run_reduced(check, seed=seed, mutant=m, backend=backend)
+        rows.append({"mutant": m.name, "description": m.description, "holds": r["holds"], "seconds": r["seconds"]})
+    ok = base["holds"] and bool(rows) and not any(r["holds"] for r in rows)
+    return {"check": check.name, "seed": seed, "unmutated_holds": base["holds"], "unmutated_seconds": base["seconds"],
+            "mutants": rows, "ok": ok}
+
+
+def false_rejections(check, seeds, *, backend: str = "numba", progress=None) -> dict:
+    """Run the unmutated check at its reduced sizes for each seed in ``seeds``.
+
+    Returns the count of seeds where it did not hold, the rate with its exact 95% interval,
+    the failing seeds and the total time.
+    """
+    seeds = list(seeds)
+    failed, t0 = [], time.perf_counter()
+    for s in seeds:
+        if not run_reduced(check, seed=int(s), backend=backend)["holds"]:
+            failed.append(int(s))
+        if progress is not None:
+            progress(1)
+    e = proportion_ci(len(failed), len(seeds))
+    return {"check": check.name, "n_seeds": len(seeds), "rejections": len(failed), "rate": e.estimate,
+            "ci_low": e.ci_low, "ci_high": e.ci_high, "failed_seeds": failed,
+            "seconds": round(time.perf_counter() - t0, 1), "reduced": check.reduced}
