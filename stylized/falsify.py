@@ -70,7 +70,7 @@ def false_rejections(check, seeds, *, backend: str = "numba", progress=None) -> 
             failed.append(int(s))
         if progress is not None:
             progress(1)
-    e = proportion_ci(len(failed), len(seeds))
+    e = proportion_ci(len(failed), len(seeds), method="clopper-pearson")
     return {"check": check.name, "n_seeds": len(seeds), "rejections": len(failed), "rate": e.estimate,
             "ci_low": e.ci_low, "ci_high": e.ci_high, "failed_seeds": failed,
             "seconds": round(time.perf_counter() - t0, 1), "reduced": check.reduced}

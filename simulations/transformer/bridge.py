@@ -340,7 +340,7 @@ def predict(preset: str = "cpu", *, results_dir: str | Path | None = None, multi
     for v, path in cks.items():
         import torch
 
-        step = int(torch.load(path, map_location="cpu", weights_only=False)["step"])
+        step = int(torch.load(path, map_location="cpu", weights_only=True)["step"])
         c = cache.get(v)
         if c and c.get("step") == step and c.get("key") == key:
             pr = c["probe"]

@@ -20,7 +20,7 @@ alibi
     rule for H not a power of two, see :func:`alibi_slopes`).
 random-qk / random-qkv
     Per-token angles θ_{t,b} ~ U(-ω_b, ω_b), drawn fresh for every position, layer
-    and forward pass (training *and* evaluation), shared by the heads of a layer.
+    and forward pass (training *and* evaluation), per head (``angle_heads``).
     Accumulated angle Φ_t = Σ_{s≤t} θ_s (float64 cumsum, reduced mod 2π); Q and K
     at t are rotated by ψ_t = Φ_t, so P_{j→i} = R(Φ_j - Φ_i) = R(-Σ_{s=j+1}^{i} θ_s).
     ``-qkv`` also rotates values by Φ^v_j and inverse-rotates the output at the
@@ -33,8 +33,10 @@ learned-qk / learned-qkv
     at position t are rotated by ψ_t = -Φ_t, so at initialisation ψ_t = (t+1)ω,
     which is RoPE up to a global offset that cancels in P_{j→i}: the model equals
     ``rope`` exactly at init (tested).  ``-qkv`` transports values with the same
-    learned angle (Φ^v = Φ).  The tables get their own learning-rate multiplier
-    ``angle_lr_mult`` (default 0.1) and no weight decay.
+    learned angle (Φ^v = Φ).  Tables (and random streams) are per head by
+    default, as the author's (``angle_heads="shared"``: one per layer).  The tables
+    get their own learning-rate multiplier ``angle_lr_mult`` (1 = the author's ratio;
+    the cpu preset's budget is set in its preset, see ``train.PRESETS``).
 path
     PaTH-style Householder transport M_t = H_t = I - β_t w_t w_tᵀ with
     β_t = 2·sigmoid(linear(x_t)) ∈ (0, 2) and w_t = normalize(causal depthwise
@@ -106,6 +108,7 @@ MAIN_VARIANTS: tuple[str, ...] = (
     "rope", "nope", "alibi", "random-qk", "random-qkv", "learned-qk", "learned-qkv", "path",
 )
 VALUE_ANGLES = ("independent", "same")
+ANGLE_HEADS = ("per-head", "shared")
 TWO_PI = 2.0 * math.pi
 
 
@@ -130,8 +133,11 @@ class GPTConfig:
         Base of the RoPE frequencies ω_b = base^{-2b/d_h}.
     value_angles : str
         ``"independent"`` or ``"same"`` value stream for ``random-qkv``.
+    angle_heads : str
+        ``"per-head"`` (the author's: every head has its own table columns and its own
+        random stream) or ``"shared"`` (one table / stream per layer, shared by its heads).
     angle_lr_mult : float
-        Learning-rate multiplier for the learned angle tables E_ℓ.
+        Learning-rate multiplier for the learned angle tables E_ℓ (1 = the author's ratio).
     path_conv : int
         Kernel size of PaTH's causal depthwise convolution (3 or 4).
     path_chunk : int
@@ -147,7 +153,8 @@ class GPTConfig:
     variant: str = "rope"
     rope_base: float = 10000.0
     value_angles: str = "independent"
-    angle_lr_mult: float = 0.1
+    angle_heads: str = "per-head"
+    angle_lr_mult: float = 1.0
     path_conv: int = 3
     path_chunk: int = 64
     bias: bool = True
@@ -187,6 +194,8 @@ def validate_config(cfg: GPTConfig) -> None:
         )
     if not 0.0 <= cfg.dropout < 1.0:
         raise ValueError(f"dropout={cfg.dropout!r} must be in [0, 1)")
+    if cfg.angle_heads not in ANGLE_HEADS:
+        raise ValueError(f"angle_heads={cfg.angle_heads!r} is not one of: {', '.join(ANGLE_HEADS)}")
     if cfg.path_conv not in (3, 4):
         raise ValueError(f"path_conv={cfg.path_conv!r} is not one of: 3, 4")
     if not cfg.angle_lr_mult >= 0.0:
@@ -240,8 +249,9 @@ def accumulate(theta: torch.Tensor) -> torch.Tensor:
 
 
 def _cos_sin(psi: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos/sin of ψ [B or 1, L, d_h/2] shaped for [B, H, L, d_h/2] broadcasting."""
-    psi = psi.unsqueeze(1)
+    """cos/sin of ψ [B or 1, H or 1, L, d_h/2] (or [B or 1, L, d_h/2]) for [B, H, L, d_h/2] broadcasting."""
+    if psi.dim() == 3:
+        psi = psi.unsqueeze(1)
     return torch.cos(psi).to(dtype), torch.sin(psi).to(dtype)
 
 
@@ -403,13 +413,15 @@ class CausalSelfAttention(nn.Module):
         self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
         self.resid_dropout = nn.Dropout(config.dropout)
         self.dropout = config.dropout
+        self.angle_heads = config.n_head if config.angle_heads == "per-head" else 1
         if self.angle_source is not None:
             self.register_buffer(
                 "omega", rope_frequencies(self.head_dim, config.rope_base), persistent=False
             )
         if self.angle_source == "learned":
-            # E_ℓ[vocab, d_h/2], zero-initialised -> model == RoPE at init
-            self.angle_table = nn.Parameter(torch.zeros(config.vocab_size, self.head_dim // 2))
+            # E_ℓ[vocab, H·d_h/2] (per head, the author's) or [vocab, d_h/2] (shared),
+            # zero-initialised -> model == RoPE at init
+            self.angle_table = nn.Parameter(torch.zeros(config.vocab_size, self.angle_heads * self.head_dim // 2))
         if self.use_alibi:
             self.register_buffer(
                 "slopes",
@@ -437,8 +449,9 @@ class CausalSelfAttention(nn.Module):
         device: torch.device,
         generator: torch.Generator | None = None,
     ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-        """Rotation angles ψ (queries/keys) and ψ^v (values), each [B or 1, L, d_h/2] float64.
+        """Rotation angles ψ (queries/keys) and ψ^v (values), each [B or 1, H' , L, d_h/2] float64.
 
+        ``H' = H`` with per-head angles (tables and random streams), 1 when shared.
         ``rope``: ψ_t = tω.  ``random-*``: ψ = Φ = cumsum θ, θ ~ U(-ω, ω) (fresh
         draw; ``generator`` makes it reproducible).  ``learned-*``: ψ = -Φ with
         θ_t = π tanh(E[x_t]) - ω.
@@ -447,17 +460,18 @@ class CausalSelfAttention(nn.Module):
         if src is None:
             return None, None
         omega = self.omega.to(device)
+        Hh = self.angle_heads
         if src == "rope":
             t = torch.arange(L, dtype=torch.float64, device=device).unsqueeze(-1)
-            psi = torch.remainder(t * omega, TWO_PI).unsqueeze(0)
+            psi = torch.remainder(t * omega, TWO_PI).view(1, 1, L, -1)
             return psi, None
         if src == "random":
-            shape = (B, L, omega.shape[0])
+            shape = (B, L, Hh, omega.shape[0])
 
             def draw() -> torch.Tensor:
                 u = torch.rand(shape, dtype=torch.float64, generator=generator,
                                device="cpu" if generator is not None else device)
-                return accumulate((2.0 * u.to(device) - 1.0) * omega)
+                return accumulate((2.0 * u.to(device) - 1.0) * omega).permute(0, 2, 1, 3)
 
             psi = draw()
             psi_v = None
@@ -467,8 +481,8 @@ class CausalSelfAttention(nn.Module):
         # learned
         if idx is None:
             raise ValueError("idx is required for learned-angle variants")
-        theta = math.pi * torch.tanh(self.angle_table[idx].double()) - omega
-        psi = -accumulate(theta)
+        theta = math.pi * torch.tanh(self.angle_table[idx].double()).view(*idx.shape, Hh, -1) - omega
+        psi = -accumulate(theta).permute(0, 2, 1, 3)
         return psi, (psi if self.rotate_v else None)
 
     def householder(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -604,8 +618,12 @@ class GPT(nn.Module):
             loss = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), targets.reshape(-1))
         return logits, loss
 
-    def param_groups(self, weight_decay: float, lr: float) -> list[dict]:
-        """AdamW groups: decayed matrices, non-decayed vectors, angle tables at lr·angle_lr_mult."""
+    def param_groups(self, weight_decay: float, lr: float, decay_all: bool = True) -> list[dict]:
+        """AdamW groups: matrices, vectors, and the angle tables at lr·angle_lr_mult.
+
+        ``decay_all`` (the author's setting): weight decay on every parameter, tables
+        included; otherwise vectors (biases, LayerNorm) and tables are not decayed.
+        """
         decay, no_decay, angle = [], [], []
         for name, p in self.named_parameters():
             if not p.requires_grad:
@@ -616,13 +634,14 @@ class GPT(nn.Module):
                 decay.append(p)
             else:
                 no_decay.append(p)
+        wd_other = weight_decay if decay_all else 0.0
         groups = [
             {"params": decay, "weight_decay": weight_decay, "lr_mult": 1.0},
-            {"params": no_decay, "weight_decay": 0.0, "lr_mult": 1.0},
+            {"params": no_decay, "weight_decay": wd_other, "lr_mult": 1.0},
         ]
         if angle:
             groups.append(
-                {"params": angle, "weight_decay": 0.0, "lr_mult": self.config.angle_lr_mult}
+                {"params": angle, "weight_decay": wd_other, "lr_mult": self.config.angle_lr_mult}
             )
         for g in groups:
             g["lr"] = lr * g["lr_mult"]

@@ -252,9 +252,10 @@ def layer_family(attn: CausalSelfAttention, probs: np.ndarray) -> SO2Uniform | T
         return SO2Uniform(d=d, omega=tuple(omega))
     if src == "rope":
         return TokenAngles(d, table=omega[None, :], probs=np.ones(1))
+    heads = attn.angle_table.shape[1] // len(omega)  # per-head tables: the planes of every head
     with torch.no_grad():
-        table = math.pi * torch.tanh(attn.angle_table.double()).cpu().numpy() - omega
-    return TokenAngles(d, table=table, probs=probs)
+        table = math.pi * torch.tanh(attn.angle_table.double()).cpu().numpy() - np.tile(omega, heads)
+    return TokenAngles(d * heads, table=table, probs=probs)
 
 
 def chi_summary(family, eps: float = WINDOW_EPS) -> dict | None:

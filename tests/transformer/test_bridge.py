@@ -147,11 +147,12 @@ def test_chi_random_is_sinc_and_learned_at_init_is_rope() -> None:
     learned = GPT(tiny("learned-qk", rope_base=10000.0)).eval()  # zero tables: θ = −ω, |χ| = 1
     lay = probe_model(learned, tokens, [1], n_windows=1)["layers"][0]["chi"]
     assert lay["gap"] == 0.0 and all(w is None for w in lay["windows"])
-    np.testing.assert_allclose(lay["chi_arg"], -omega, atol=1e-12)
+    heads = learned.config.n_head  # per-head tables: every head's planes, head by head
+    np.testing.assert_allclose(lay["chi_arg"], -np.tile(omega, heads), atol=1e-12)
     # a nonzero table: χ_b = Σ_v p_v e^{iθ_{v,b}} with the token frequencies of the probed text
     torch.nn.init.normal_(learned.blocks[0].attn.angle_table, std=1.0)
     lay = probe_model(learned, tokens, [1], n_windows=1)["layers"][0]["chi"]
-    theta = math.pi * np.tanh(learned.blocks[0].attn.angle_table.detach().double().numpy()) - omega
+    theta = math.pi * np.tanh(learned.blocks[0].attn.angle_table.detach().double().numpy()) - np.tile(omega, heads)
     direct = np.exp(1j * theta[tokens]).mean(axis=0)  # average over the token stream itself
     np.testing.assert_allclose(lay["chi_abs"], np.abs(direct), atol=1e-12)
 

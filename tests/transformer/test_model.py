@@ -56,11 +56,12 @@ def naive_attention(attn: CausalSelfAttention, x, psi=None, psi_v=None) -> torch
                 scores, vals = [], []
                 for j in range(i + 1):
                     P, V = eye, eye
-                    if src is not None:
-                        pi = psi[0 if psi.shape[0] == 1 else b_]
+                    if src is not None:  # ψ [B or 1, H or 1, L, d/2]
+                        pi = psi[0 if psi.shape[0] == 1 else b_, 0 if psi.shape[1] == 1 else h]
                         P = rot_matrix(pi[j] - pi[i])  # R(ψ_i)ᵀ R(ψ_j)
                         if rot_v:
-                            V = rot_matrix(psi_v[b_, j] - psi_v[b_, i])
+                            pv = psi_v[b_, 0 if psi_v.shape[1] == 1 else h]
+                            V = rot_matrix(pv[j] - pv[i])
                     if use_path:  # P_{j→i} = H_i H_{i-1} ⋯ H_{j+1}
                         for t in range(j + 1, i + 1):
                             wt = w[b_, h, t]
@@ -86,10 +87,11 @@ def tiny(variant: str, **kw) -> GPTConfig:
     return GPTConfig(**base)
 
 
+@pytest.mark.parametrize("angle_heads", ["per-head", "shared"])
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_attention_matches_naive_reference(variant: str) -> None:
+def test_attention_matches_naive_reference(variant: str, angle_heads: str) -> None:
     torch.manual_seed(0)
-    cfg = tiny(variant, rope_base=3.0)
+    cfg = tiny(variant, rope_base=3.0, angle_heads=angle_heads)
     attn = CausalSelfAttention(cfg).eval()
     for p in attn.parameters():  # nonzero tables / larger weights for a sharper test
         torch.nn.init.normal_(p, std=0.5)
@@ -126,9 +128,9 @@ def test_random_angles_distribution_and_streams() -> None:
     assert torch.equal(psi, psi2)  # generator -> reproducible
     assert not torch.allclose(psi, psi_v)  # independent value stream (default)
     omega = rope_frequencies(cfg.head_dim)
-    inc = torch.remainder(psi.diff(dim=1) + math.pi, 2 * math.pi) - math.pi  # θ_t, t ≥ 1
+    inc = torch.remainder(psi.diff(dim=2) + math.pi, 2 * math.pi) - math.pi  # θ_t, t ≥ 1
     assert (inc.abs() <= omega + 1e-9).all()
-    assert (inc.abs().amax(dim=(0, 1)) > 0.8 * omega).all()  # fills U(-ω, ω)
+    assert (inc.abs().amax(dim=(0, 1, 2)) > 0.8 * omega).all()  # fills U(-ω, ω)
     same = CausalSelfAttention(tiny("random-qkv", value_angles="same"))
     p, pv = same.angles(None, 1, 5, torch.device("cpu"), g1)
     assert pv is p
@@ -143,9 +145,14 @@ def test_learned_angle_formula() -> None:
     torch.nn.init.normal_(attn.angle_table, std=1.0)
     idx = torch.randint(0, cfg.vocab_size, (2, 9))
     psi, _ = attn.angles(idx, 2, 9, torch.device("cpu"))
-    theta = math.pi * torch.tanh(attn.angle_table[idx].double()) - rope_frequencies(
-        cfg.head_dim)
-    expect = -torch.cumsum(theta, dim=1)  # ψ_t = -Φ_t
+    assert psi.shape == (2, cfg.n_head, 9, cfg.head_dim // 2)  # per-head tables by default
+    for h in range(cfg.n_head):  # head h reads its own columns E[x_t, h·d/2 : (h+1)·d/2]
+        cols = attn.angle_table[:, h * cfg.head_dim // 2: (h + 1) * cfg.head_dim // 2]
+        theta = math.pi * torch.tanh(cols[idx].double()) - rope_frequencies(cfg.head_dim)
+        expect = -torch.cumsum(theta, dim=1)  # ψ_t = -Φ_t
+        torch.testing.assert_close(torch.cos(psi[:, h]), torch.cos(expect))
+        torch.testing.assert_close(torch.sin(psi[:, h]), torch.sin(expect))
+    expect = psi
     torch.testing.assert_close(torch.cos(psi), torch.cos(expect))
     torch.testing.assert_close(torch.sin(psi), torch.sin(expect))
 
