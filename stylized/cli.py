@@ -6,7 +6,10 @@
 ``stylized figures [NAME … | --all]``           regenerate figures from the results (running what is missing)
 
 With ``--json`` stdout is exactly one JSON object ``{"claim", "params", "holds", "rows",
-"seconds", …}``.  A bad parameter exits with status 2 and one line naming it.
+"seconds", …}``.
+
+Exit status: 0 when the claim holds, 1 when it does not (``check --all``: when any does
+not), 2 on bad input (one line naming the option and its allowed range).
 """
 
 from __future__ import annotations
@@ -79,10 +82,25 @@ def build_parser(with_transformer: bool = False) -> argparse.ArgumentParser:
     pb.add_argument("--with-check-all", action="store_true", help="also time `stylized check --all --force` (in temporary dirs)")
     pb.set_defaults(func=_cmd_bench)
 
+    pz = sub.add_parser("falsify", help="mutants that must flip each verdict, and false-rejection rates",
+                        description="Run every check's mutants (each must turn holds false) and measure the "
+                                    "false-rejection rate over seeds, at the checks' reduced sizes.")
+    pz.add_argument("names", nargs="*", metavar="NAME", help="checks (default: all)")
+    pz.add_argument("--seeds", type=int, default=40, help="seeds for the false-rejection rate (default 40)")
+    pz.add_argument("--no-frr", action="store_true", help="only the mutation table")
+    pz.add_argument("--no-mutants", action="store_true", help="only the false-rejection rates")
+    pz.set_defaults(func=lambda a: _falsify_main(a.names, seeds=a.seeds, mutants=not a.no_mutants, frr=not a.no_frr))
+
     from .sweep import add_parser as add_sweep
 
     add_sweep(sub)
     return parser
+
+
+def _falsify_main(*a, **k) -> int:
+    from .falsify import main as falsify_main
+
+    return falsify_main(*a, **k)
 
 
 def _fail(msg: str) -> int:
@@ -135,7 +153,7 @@ def _cmd_check(args) -> int:
         sys.stdout.write("\n")
     else:
         _print_result(result)
-    return 0
+    return 0 if result["holds"] else 1
 
 
 def _backend_for(check, preferred: str) -> str:
@@ -144,19 +162,24 @@ def _backend_for(check, preferred: str) -> str:
 
 
 def _run_all(checks, *, force: bool, backend: str) -> int:
+    """Every check at its defaults; one line per check on stdout and a tally; exit 1 if any does not hold."""
     t0 = time.perf_counter()
+    held = 0
     for i, check in enumerate(checks.values(), 1):
-        old = load_result(check.name)
-        if not force and is_up_to_date(check, old):
-            print(f"[{i}/{len(checks)}] {check.name}: up to date ({old['seconds']:.1f} s when run), skipped", file=sys.stderr)
-            continue
-        print(f"[{i}/{len(checks)}] {check.name} …", file=sys.stderr)
-        r = run_check(check, seed=0, backend=_backend_for(check, backend))
-        save_result(r)
-        print(f"    {'holds' if r['holds'] else 'DOES NOT HOLD'} in {r['seconds']:.1f} s", file=sys.stderr)
+        r = load_result(check.name)
+        if not force and is_up_to_date(check, r):
+            note = f"up to date, {r['seconds']:.1f} s when run"
+        else:
+            print(f"[{i}/{len(checks)}] {check.name} …", file=sys.stderr)
+            r = run_check(check, seed=0, backend=_backend_for(check, backend))
+            save_result(r)
+            note = f"{r['seconds']:.1f} s"
+        held += bool(r["holds"])
+        print(f"{check.claim} {check.name}: {'holds' if r['holds'] else 'DOES NOT HOLD'} ({note})", flush=True)
     path = write_paper_checks()
+    print(f"{held}/{len(checks)} hold", flush=True)
     print(f"wrote {path} and results in {results_dir()} ({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
-    return 0
+    return 0 if held == len(checks) else 1
 
 
 def _cmd_figures(args) -> int:
@@ -187,7 +210,7 @@ def _transformer_figures() -> list:
         print("transformer: no results yet (stylized transformer compare --preset cpu)", file=sys.stderr)
         return []
     from simulations.transformer.bridge import plot_bridge
-    from simulations.transformer.evaluate import plot_compare
+    from simulations.transformer.compare import plot_compare
 
     out = []
     for path in found:

@@ -74,3 +74,66 @@ def false_rejections(check, seeds, *, backend: str = "numba", progress=None) -> 
     return {"check": check.name, "n_seeds": len(seeds), "rejections": len(failed), "rate": e.estimate,
             "ci_low": e.ci_low, "ci_high": e.ci_high, "failed_seeds": failed,
             "seconds": round(time.perf_counter() - t0, 1), "reduced": check.reduced}
+
+
+def falsify_dir():
+    from .results import results_dir
+
+    return results_dir() / "falsify"
+
+
+def _merge_write(name: str, entries: dict) -> None:
+    import json
+
+    from .results import atomic_write_text, to_jsonable
+
+    path = falsify_dir() / name
+    old = json.loads(path.read_text()) if path.exists() else {}
+    old.update(to_jsonable(entries))
+    atomic_write_text(path, json.dumps(dict(sorted(old.items())), indent=1) + "\n")
+
+
+def load_falsify(name: str) -> dict:
+    """``mutants.json`` or ``false_rejections.json`` under the results directory ({} if absent)."""
+    import json
+
+    path = falsify_dir() / name
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def main(names: list[str], *, seeds: int = 40, mutants: bool = True, frr: bool = True, backend: str = "numba") -> int:
+    """``stylized falsify``: mutation table and false-rejection rates; exit 1 if a mutant survives or FRR > 7.5%."""
+    import sys
+
+    from tqdm import tqdm
+
+    from .registry import load_checks
+
+    checks = load_checks()
+    unknown = [n for n in names if n not in checks]
+    if unknown:
+        raise ValueError(f"NAME must be one of {', '.join(checks)}; got {unknown[0]!r}")
+    if not isinstance(seeds, int) or not 1 <= seeds <= 10_000:
+        raise ValueError(f"--seeds must be an integer in [1, 10000], got {seeds!r}")
+    chosen = [checks[n] for n in (names or list(checks))]
+    bad = 0
+    for c in chosen:
+        if not c.mutants or not c.reduced:
+            print(f"{c.name}: no mutants declared (a verdict that cannot fail tests nothing)", flush=True)
+            bad += 1
+            continue
+        if mutants:
+            t = mutation_table(c, backend=backend)
+            _merge_write("mutants.json", {c.name: t})
+            flips = sum(not m["holds"] for m in t["mutants"])
+            print(f"{c.name}: unmutated {'holds' if t['unmutated_holds'] else 'DOES NOT HOLD'}; "
+                  f"{flips}/{len(t['mutants'])} mutants flip it", flush=True)
+            bad += not t["ok"]
+        if frr:
+            with tqdm(total=seeds, desc=f"{c.name} false rejections", file=sys.stderr, leave=False) as bar:
+                f = false_rejections(c, range(seeds), backend=backend, progress=bar.update)
+            _merge_write("false_rejections.json", {c.name: f})
+            print(f"{c.name}: false rejections {f['rejections']}/{f['n_seeds']} "
+                  f"(95% CI [{f['ci_low']:.3f}, {f['ci_high']:.3f}]) in {f['seconds']:.0f} s", flush=True)
+            bad += f["rate"] > 0.075
+    return 0 if bad == 0 else 1

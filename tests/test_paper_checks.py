@@ -25,3 +25,20 @@ def test_results_were_made_by_the_current_code():
 def test_paper_checks_md_is_what_the_results_render_to():
     assert paper_checks_path().read_text() == render_paper_checks(results_dir()), (
         "paper_checks.md is stale; run `stylized check --all` (it regenerates the file)")
+
+
+def test_every_markdown_table_row_renders():
+    """Each table row has exactly as many cells as its header (unescaped ``|`` would split a cell)."""
+    import re
+
+    lines = paper_checks_path().read_text().splitlines()
+    split = re.compile(r"(?<!\\)\|")
+    header = None
+    for line in lines:
+        if not line.startswith("|"):
+            header = None
+            continue
+        n = len(split.split(line.strip())) - 2
+        if header is None:
+            header = n
+        assert n == header, f"row with {n} cells under a {header}-column header: {line[:120]}"

@@ -71,19 +71,58 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _seed_list(name: str, text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"{name}={text!r} must be a comma-separated list of integers ≥ 0") from None
+    if not out or min(out) < 0:
+        raise ValueError(f"{name}={text!r} must be a non-empty comma-separated list of integers ≥ 0")
+    return out
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .evaluate import compare
+    from .compare import compare
 
     _check("preset", args.preset, PRESET_NAMES)
     variants = [v.strip() for v in args.variants.split(",")] if args.variants else None
     for v in variants or []:
         _check("variants", v, VARIANTS)
-    res = compare(args.preset, variants, seed=args.seed, steps=args.steps, data=args.data,
+    res = compare(args.preset, variants, seeds=_seed_list("--seeds", args.seeds),
+                  extra_seeds=_seed_list("--extra-seeds", args.extra_seeds), steps=args.steps, data=args.data,
                   results_dir=args.results_dir, figure=args.figure)
-    print(f"holds={res['holds']} ordering={res['ordering']}")
+    for r in res["verdicts"]["all"]["rows"]:
+        print(f"  {r['row']}: {r['verdict']}")
+    print(f"holds={res['holds']} (no paper row contradicted, author's metric at {res['verdicts']['all']['multiple']}x)")
     print(f"wrote {res['files']['csv']}, {res['files']['json']}, {res['files']['figure']} "
           f"in {res['seconds']:.0f}s")
     return 0
+
+
+def cmd_lr_sweep(args: argparse.Namespace) -> int:
+    from .lr_sweep import MULTS, run_sweep, write_sweep
+    from .train import CPU_ANGLE_LR_MULT
+
+    mults = MULTS
+    if args.mults:
+        try:
+            mults = tuple(float(x) for x in args.mults.split(",") if x.strip())
+        except ValueError:
+            raise ValueError(f"--mults={args.mults!r} must be a comma-separated list of numbers > 0") from None
+        if not mults or min(mults) <= 0:
+            raise ValueError(f"--mults={args.mults!r} must be a comma-separated list of numbers > 0")
+    res = run_sweep(mults)
+    canonical = tuple(mults) == MULTS
+    from .compare import FIGURES_DIR
+
+    path = write_sweep(res, figure=FIGURES_DIR / "transformer_lr_sweep.png") if canonical else None
+    for r in res["rows"]:
+        print(f"{r['variant']} x{r['mult']:g}: val PPL {r['ppl']:.3f}, move {r['move_mean_rad']:.3f} rad, "
+              f"{r['planes_mixing']}/{r['planes']} planes mix, active={r['active']}")
+    print(f"chosen x{res['chosen']} (preset uses x{CPU_ANGLE_LR_MULT:g})" + (f"; wrote {path}" if path else ""))
+    return 0 if res["chosen"] == CPU_ANGLE_LR_MULT else 1
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -120,10 +159,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     common(c)
     c.add_argument("--variants", default=None,
                    help=f"comma-separated (default {','.join(MAIN_VARIANTS)})")
+    c.add_argument("--seeds", default=None, help="seeds of rope, random-*, learned-* (default 0,1,2)")
+    c.add_argument("--extra-seeds", default=None, help="seeds of the other variants (default 0)")
     c.add_argument("--steps", type=int, default=None)
     c.add_argument("--data", default=None)
-    c.add_argument("--figure", default=None, help="default figures/transformer_ppl_ratio.png")
+    c.add_argument("--figure", default=None,
+                   help="default figures/transformer_ppl_ratio.png for the cpu preset, else inside the run's directory")
     c.set_defaults(func=_guard(cmd_compare))
+
+    s = sub.add_parser("lr-sweep", help="the learned tables' lr multiplier: sweep and the in-distribution rule (cpu)")
+    s.add_argument("--mults", default=None, help="comma-separated multipliers (default 1,3,10,30)")
+    s.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    s.set_defaults(func=_guard(cmd_lr_sweep))
 
     from .bridge import add_parsers as add_bridge_parsers
 

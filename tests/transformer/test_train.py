@@ -12,11 +12,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from simulations.transformer import cli, data  # noqa: E402
-from simulations.transformer.evaluate import (  # noqa: E402
-    compare,
-    evaluate_checkpoint,
-    plot_compare,
-)
+from simulations.transformer.compare import compare, plot_compare  # noqa: E402
+from simulations.transformer.evaluate import evaluate_checkpoint  # noqa: E402
 from simulations.transformer.model import VARIANTS  # noqa: E402
 from simulations.transformer.train import (  # noqa: E402
     TrainConfig,
@@ -156,19 +153,21 @@ def test_compare_writes_contract(text_dir, tmp_path, capsys):
     fig = tmp_path / "fig.png"
     rc = cli.main(["compare", "--preset", "smoke", "--variants", "rope,random-qk,random-qkv,alibi",
                    "--steps", "3", "--data", str(text_dir), "--results-dir", str(out),
-                   "--figure", str(fig)])
+                   "--figure", str(fig), "--seeds", "0,1"])
     assert rc == 0
     res = json.loads((out / "smoke_compare.json").read_text())
     assert res["claim"] == "transformer-compare"
-    assert set(res) >= {"claim", "params", "holds", "rows", "seconds", "ordering"}
-    assert res["holds"] in (True, False)
-    assert set(res["ordering"]) >= {"rope>random-qk", "random-qk>random-qkv", "alibi<=1.2"}
+    assert set(res) >= {"claim", "params", "holds", "rows", "seconds", "verdicts", "per_seed"}
+    assert res["holds"] in (True, False, None)
+    rows = {r["row"]: r for r in res["verdicts"]["all"]["rows"]}
+    assert rows["rope > random-qk"]["verdict"] in ("agrees", "contradicts", "undecided")
+    assert rows["rope > random-qk"]["seeds_a"] == 2 and rows["rope > learned-qk"]["verdict"] == "not run"
     row = res["rows"][1]
-    assert set(row) >= {"variant", "L", "multiple", "estimate", "ci_low", "ci_high", "theory",
-                        "n_samples", "ppl"}
-    rope2 = [r for r in res["rows"] if r["variant"] == "rope" and r["multiple"] == 2][0]
-    assert rope2["theory"] == 1.82
+    assert set(row) >= {"variant", "metric", "multiple", "estimate", "per_seed", "theory", "seeds", "ppl"}
+    rope2 = [r for r in res["rows"] if r["variant"] == "rope" and r["multiple"] == 2 and r["metric"] == "all"][0]
+    assert rope2["theory"] == 1.82 and rope2["seeds"] == 2
     assert (out / "smoke_compare.csv").read_text().startswith("variant,L,multiple")
+    assert not res["canonical"]
     assert fig.stat().st_size > 1000
     # second run: checkpoints are complete, nothing retrained; figure regenerates alone
     assert (out / "checkpoints" / "smoke" / "rope.pt").exists()
@@ -176,7 +175,7 @@ def test_compare_writes_contract(text_dir, tmp_path, capsys):
     assert (tmp_path / "again.png").exists()
     res2 = compare("smoke", ["rope"], steps=3, data=str(text_dir), results_dir=out,
                    figure=fig, progress=False, device="cpu")
-    assert res2["params"]["timings"]["rope"]["train_s"] < 5
+    assert res2["params"]["timings"]["rope/s0"]["train_s"] < 5
 
 
 def test_bench_smoke(tmp_path, capsys):

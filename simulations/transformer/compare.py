@@ -1,0 +1,191 @@
+"""C6: train what is missing, evaluate every (variant, seed), decide the paper's rows, draw the figure.
+
+Canonical output (preset ``cpu``, default directories) goes to
+``simulations/results/transformer/cpu_compare.{json,csv}`` and
+``figures/transformer_ppl_ratio.png``; any other preset, or an explicit ``results_dir``,
+writes under that run's own directory (``results/transformer/runs/<preset>/`` by default),
+never over the committed results or figures.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .data import load_corpus
+from .evaluate import evaluate_checkpoint, load_window_losses, paper_ratio, save_png
+from .model import MAIN_VARIANTS, VARIANTS
+from .train import RESULTS_DIR, checkpoint_path, get_preset, make_configs, train
+from .verdicts import paper_verdicts
+
+FIGURES_DIR = Path(__file__).resolve().parents[2] / "figures"
+#: the variants whose paper rows need several seeds
+SEEDED_VARIANTS = ("rope", "random-qk", "random-qkv", "learned-qk", "learned-qkv")
+METRICS = {"all": "the author's: every position of the length-L window",
+           "target": "ours: the last L_train positions (the same targets at every length)"}
+
+
+def output_paths(preset: str, results_dir: str | os.PathLike | None, figure: str | os.PathLike | None):
+    """(results root, figure path, canonical?) for a comparison run."""
+    if results_dir is None and preset == "cpu":
+        return RESULTS_DIR, Path(figure) if figure else FIGURES_DIR / "transformer_ppl_ratio.png", figure is None
+    root = Path(results_dir) if results_dir else RESULTS_DIR / "runs" / preset
+    return root, Path(figure) if figure else root / "transformer_ppl_ratio.png", False
+
+
+def _pooled_rows(per_seed: dict[str, dict[int, list[dict]]], metric: str) -> list[dict]:
+    """One row per (variant, multiple): the seed-mean ratio in ``metric`` and the per-seed values."""
+    key = "ratio_all" if metric == "all" else "ratio"
+    out = []
+    for v, by_seed in per_seed.items():
+        mults = sorted({r["multiple"] for rows in by_seed.values() for r in rows})
+        for m in mults:
+            vals = [r[key] for rows in by_seed.values() for r in rows if r["multiple"] == m]
+            ppl = [r["ppl_all" if metric == "all" else "ppl"] for rows in by_seed.values() for r in rows
+                   if r["multiple"] == m]
+            out.append({"variant": v, "metric": metric, "multiple": m, "seeds": len(vals),
+                        "estimate": float(np.exp(np.mean(np.log(vals)))), "per_seed": vals,
+                        "ppl": float(np.exp(np.mean(np.log(ppl)))), "theory": paper_ratio(v, m)})
+    return out
+
+
+def _diffs(paths: dict[str, list[Path]], multiple: int, metric: str) -> dict[str, np.ndarray]:
+    out = {}
+    for v, ps in paths.items():
+        rows = []
+        for p in ps:
+            w = load_window_losses(p)
+            if multiple in w:
+                rows.append(w[multiple][metric] - w[1][metric])
+        if rows:
+            out[v] = np.stack(rows)
+    return out
+
+
+def compare(
+    preset: str = "cpu",
+    variants: list[str] | None = None,
+    *,
+    seeds: list[int] | None = None,
+    extra_seeds: list[int] | None = None,
+    steps: int | None = None,
+    data: str | None = None,
+    results_dir: str | os.PathLike | None = None,
+    figure: str | os.PathLike | None = None,
+    device: str | None = None,
+    progress: bool = True,
+) -> dict:
+    """Train missing checkpoints, evaluate all, decide the paper rows; write JSON + CSV + figure.
+
+    ``seeds`` (default 0, 1, 2) apply to :data:`SEEDED_VARIANTS`; ``extra_seeds`` (default 0)
+    to the others.
+    """
+    t0 = time.time()
+    variants = list(variants or MAIN_VARIANTS)
+    for v in variants:
+        if v not in VARIANTS:
+            raise ValueError(f"variants: {v!r} is not one of: {', '.join(VARIANTS)}")
+    seeds = list(seeds if seeds is not None else [0, 1, 2])
+    extra_seeds = list(extra_seeds if extra_seeds is not None else [0])
+    root, fig_path, canonical = output_paths(preset, results_dir, figure)
+    _, tcfg, ecfg = make_configs(variants[0], preset, steps=steps, data=data)
+    corpus = load_corpus(tcfg.data, tcfg.max_bytes)
+    per_seed: dict[str, dict[int, list[dict]]] = {}
+    paths: dict[str, list[Path]] = {}
+    timings: dict[str, dict[str, float]] = {}
+    for v in variants:
+        for s in (seeds if v in SEEDED_VARIANTS else extra_seeds):
+            path = checkpoint_path(preset, v, s, root)
+            t1 = time.time()
+            info = train(v, preset, steps=tcfg.steps, seed=s, data=data, resume=True, ckpt=path,
+                         corpus=corpus, progress=progress, device=device)
+            t2 = time.time()
+            rows = evaluate_checkpoint(path, ecfg, corpus, 0, device)
+            timings[f"{v}/s{s}"] = {"train_s": round(t2 - t1, 1), "eval_s": round(time.time() - t2, 1)}
+            for r in rows:
+                r["n_params"], r["seed"] = info["n_params"], s
+            per_seed.setdefault(v, {})[s] = rows
+            paths.setdefault(v, []).append(path)
+            print(f"[compare] {v} s{s}: ppl@1x={rows[0]['ppl']:.3f} author ratios "
+                  + " ".join(f"{r['multiple']}x:{r['ratio_all']:.2f}" for r in rows), flush=True)
+    top = max(ecfg.multiples)
+    verdicts = {m: paper_verdicts(_diffs(paths, top, m), top, seed=0) for m in METRICS}
+    p = get_preset(preset)
+    result = {
+        "claim": "transformer-compare",
+        "params": {
+            "preset": preset, "variants": variants, "seeds": seeds, "extra_seeds": extra_seeds,
+            "model": p["model"], "train": {**p["train"], "steps": tcfg.steps, "data": tcfg.data or "builtin"},
+            "eval": {**p["eval"]}, "corpus": corpus.description,
+            "tokens_trained": tcfg.steps * tcfg.batch_size * p["model"]["block_size"],
+            "metrics": METRICS,
+            "interval": "95% percentile bootstrap: windows resampled jointly for all variants, seeds per variant",
+            "theory_source": "paper's reported PPL(L)/PPL(512), train length 512, the author's metric",
+            "timings": timings,
+        },
+        "holds": verdicts["all"]["holds"],
+        "verdicts": verdicts,
+        "rows": _pooled_rows(per_seed, "all") + _pooled_rows(per_seed, "target"),
+        "per_seed": [r for v in per_seed.values() for rows in v.values() for r in rows],
+        "canonical": canonical,
+        "seconds": round(time.time() - t0, 1),
+    }
+    from stylized.results import atomic_write_text, to_jsonable
+
+    json_path = root / f"{preset}_compare.json"
+    csv_path = root / f"{preset}_compare.csv"
+    buf = io.StringIO()
+    wr = csv.DictWriter(buf, fieldnames=list(result["per_seed"][0]), lineterminator="\n")
+    wr.writeheader()
+    wr.writerows(result["per_seed"])
+    atomic_write_text(csv_path, buf.getvalue())
+    atomic_write_text(json_path, json.dumps(to_jsonable(result), indent=1) + "\n")
+    plot_compare(json_path, fig_path)
+    result["files"] = {"csv": str(csv_path), "json": str(json_path), "figure": str(fig_path)}
+    return result
+
+
+def plot_compare(result_json_path: str | os.PathLike, out_png: str | os.PathLike) -> Path:
+    """PPL(L)/PPL(L_train) vs L/L_train (log-log), the author's metric left and ours right; paper dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    res = json.loads(Path(result_json_path).read_text())
+    p = res["params"]
+    fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.6), sharey=True)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, metric in zip(axes, ("all", "target")):
+        for i, v in enumerate(p["variants"]):
+            rs = sorted((r for r in res["rows"] if r["variant"] == v and r["metric"] == metric),
+                        key=lambda r: r["multiple"])
+            if not rs:
+                continue
+            c = colors[i % len(colors)]
+            m = [r["multiple"] for r in rs]
+            ax.plot(m, [r["estimate"] for r in rs], "o-", color=c, ms=3, lw=1.2,
+                    label=f"{v} ({rs[0]['seeds']} seed{'s' if rs[0]['seeds'] > 1 else ''})")
+            lo = [min(r["per_seed"]) for r in rs]
+            hi = [max(r["per_seed"]) for r in rs]
+            ax.fill_between(m, lo, hi, color=c, alpha=0.12, lw=0)
+            th = [(r["multiple"], r["theory"]) for r in rs if r["theory"] is not None]
+            if metric == "all" and len(th) > 1:
+                ax.plot(*zip(*th), "--", color=c, alpha=0.6, lw=1)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.axhline(1.0, color="gray", lw=0.5)
+        ax.set_xlabel(r"$L\,/\,L_{\mathrm{train}}$")
+        ax.set_title("author's metric (all positions)" if metric == "all" else "same targets (last $L_{train}$)",
+                     fontsize=9)
+    axes[0].set_ylabel(r"$\mathrm{PPL}(L)\,/\,\mathrm{PPL}(L_{\mathrm{train}})$")
+    axes[0].legend(fontsize=6.5, ncol=1, loc="upper left")
+    fig.suptitle(f"C6, preset '{p['preset']}' (L_train={p['model']['block_size']}, {p['train']['steps']} steps); "
+                 "band: seed range; dashed: paper (L_train=512)", fontsize=8)
+    return save_png(fig, out_png)

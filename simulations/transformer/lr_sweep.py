@@ -1,0 +1,154 @@
+"""The learned angle tables' learning-rate budget: a sweep of ``angle_lr_mult`` and the rule that picks it.
+
+The author's tables train at the model's lr over 200K steps (Σ lr ≈ 62.5); the cpu preset's
+whole schedule has Σ lr ≈ 1.1, so at the author's ratio (×1) the tables barely move and the
+model stays RoPE.  This module trains ``learned-qk`` and ``learned-qkv`` at several multipliers
+and records, per multiplier, only in-distribution quantities for the choice:
+
+* validation loss at ``L_train`` (mean over windows, 95% bootstrap interval);
+* how far the tables moved: ``|Δθ|`` (token-frequency weighted mean and max over used tokens);
+* how many planes mix within ``L_train``: planes of every (layer, head) whose
+  ``|χ_b| = |Σ_v p_v e^{iθ_{v,b}}|`` gives a window ``W_b(0.01) = ln 0.01 / ln|χ_b| ≤ L_train``.
+
+**Rule (fixed before any extrapolation number was looked at):** among the multipliers whose
+tables are *active* (weighted mean movement ≥ 0.1 rad and at least one plane mixing within
+``L_train``), take the smallest whose ``learned-qk`` validation loss lies inside the 95% bootstrap
+interval of the best (lowest) one.  The whole extrapolation curve is reported for every
+multiplier, after the choice.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .data import load_corpus
+from .evaluate import evaluate_checkpoint, load_window_losses, save_png
+from .model import GPT
+from .train import RESULTS_DIR, make_configs, train
+
+MULTS: tuple[float, ...] = (1.0, 3.0, 10.0, 30.0)
+SWEEP_VARIANTS = ("learned-qk", "learned-qkv")
+WINDOW_EPS = 0.01
+ACTIVE_MOVE_RAD = 0.1
+
+
+def sweep_checkpoint(variant: str, mult: float, seed: int = 0, root: Path | None = None) -> Path:
+    return Path(root or RESULTS_DIR) / "checkpoints" / "cpu-lr-sweep" / f"{variant}-x{mult:g}-s{seed}.pt"
+
+
+def table_activity(model: GPT, token_probs: np.ndarray, L_train: int, eps: float = WINDOW_EPS) -> dict:
+    """Movement of the learned tables from zero (θ − θ_init, rad) and the planes mixing within ``L_train``."""
+    moves, maxes, mixing, planes = [], [], 0, 0
+    for blk in model.blocks:
+        att = blk.attn
+        if not hasattr(att, "angle_table"):
+            continue
+        with torch.no_grad():
+            delta = (math.pi * torch.tanh(att.angle_table.double())).cpu().numpy()  # θ − θ(E=0)
+        omega = att.omega.double().cpu().numpy()
+        heads = delta.shape[1] // len(omega)
+        theta = delta - np.tile(omega, heads)
+        used = token_probs > 0
+        moves.append(float(token_probs @ np.abs(delta).mean(axis=1)))
+        maxes.append(float(np.abs(delta[used]).max()))
+        chi = np.abs(token_probs @ np.exp(1j * theta))
+        with np.errstate(divide="ignore"):
+            win = np.where(chi < 1 - 1e-12, math.log(eps) / np.log(np.clip(chi, 1e-300, 1 - 1e-12)), np.inf)
+        mixing += int(np.count_nonzero(win <= L_train))
+        planes += len(chi)
+    return {"move_mean_rad": float(np.mean(moves)) if moves else 0.0,
+            "move_max_rad": float(np.max(maxes)) if maxes else 0.0,
+            "planes_mixing": mixing, "planes": planes}
+
+
+def _loss_ci(path: Path, n_boot: int = 4000) -> tuple[float, float, float]:
+    t = load_window_losses(path)[1]["target"]
+    idx = np.random.default_rng(0).integers(0, len(t), size=(n_boot, len(t)))
+    b = t[idx].mean(axis=1)
+    return float(t.mean()), float(np.percentile(b, 2.5)), float(np.percentile(b, 97.5))
+
+
+def choose(rows: list[dict], variant: str = "learned-qk") -> float | None:
+    """The rule of the module docstring, on ``rows`` of :func:`run_sweep`."""
+    rs = [r for r in rows if r["variant"] == variant]
+    if not rs:
+        return None
+    best = min(rs, key=lambda r: r["val_loss"])
+    ok = [r for r in rs if r["active"] and r["val_loss"] <= best["val_ci_high"]]
+    return min(r["mult"] for r in ok) if ok else None
+
+
+def run_sweep(mults=MULTS, variants=SWEEP_VARIANTS, seed: int = 0, root: Path | None = None,
+              progress: bool = True) -> dict:
+    """Train (what is missing) and evaluate every (variant, multiplier); return the sweep result."""
+    _, tcfg, ecfg = make_configs("learned-qk", "cpu")
+    corpus = load_corpus(tcfg.data, tcfg.max_bytes)
+    counts = np.bincount(corpus.train, minlength=256).astype(float)
+    probs = counts / counts.sum()
+    rows = []
+    for v in variants:
+        for m in mults:
+            path = sweep_checkpoint(v, m, seed, root)
+            train(v, "cpu", seed=seed, resume=True, ckpt=path, corpus=corpus, progress=progress,
+                  device="cpu", angle_lr_mult=float(m))
+            ev = evaluate_checkpoint(path, ecfg, corpus, 0, "cpu")
+            from .train import load_model
+
+            model, _ = load_model(path, "cpu")
+            act = table_activity(model, probs[: model.config.vocab_size], model.config.block_size)
+            loss, lo, hi = _loss_ci(path)
+            rows.append({"variant": v, "mult": m, "seed": seed, "val_loss": loss, "val_ci_low": lo, "val_ci_high": hi,
+                         "ppl": math.exp(loss), **act,
+                         "active": act["move_mean_rad"] >= ACTIVE_MOVE_RAD and act["planes_mixing"] > 0,
+                         "lr_budget": sum(_lr_sum(tcfg)) * m,
+                         "curve_all": {r["multiple"]: r["ratio_all"] for r in ev},
+                         "curve_target": {r["multiple"]: r["ratio"] for r in ev}})
+    chosen = choose(rows)
+    return {"claim": "transformer-lr-sweep", "rule": __doc__.split("**Rule")[1].split("\n\n")[0].strip(" *:()"),
+            "rows": rows, "chosen": chosen, "author_budget": 62.5}
+
+
+def _lr_sum(tcfg) -> list[float]:
+    from .train import lr_at
+
+    return [lr_at(s, tcfg) for s in range(tcfg.steps)]
+
+
+def write_sweep(result: dict, root: Path | None = None, figure: Path | None = None) -> Path:
+    from stylized.results import atomic_write_text, to_jsonable
+
+    root = Path(root or RESULTS_DIR)
+    path = root / "cpu_lr_sweep.json"
+    atomic_write_text(path, json.dumps(to_jsonable(result), indent=1) + "\n")
+    if figure is not None:
+        plot_sweep(path, figure)
+    return path
+
+
+def plot_sweep(path: Path, out_png: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    res = json.loads(Path(path).read_text())
+    fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.4), sharey=True)
+    for ax, v in zip(axes, SWEEP_VARIANTS):
+        for i, r in enumerate(r for r in res["rows"] if r["variant"] == v):
+            c = sorted(((int(k), x) for k, x in r["curve_all"].items()))
+            lab = (f"×{r['mult']:g}: PPL {r['ppl']:.2f}, {r['planes_mixing']}/{r['planes']} planes mix"
+                   + (" (chosen)" if r["mult"] == res["chosen"] else ""))
+            ax.plot(*zip(*c), "o-", ms=3, color=f"C{i}", lw=2 if r["mult"] == res["chosen"] else 1, label=lab)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.axhline(1, color="gray", lw=0.5)
+        ax.set_title(f"{v}: angle-table lr multiplier", fontsize=9)
+        ax.set_xlabel(r"$L\,/\,L_{\mathrm{train}}$")
+        ax.legend(fontsize=6)
+    axes[0].set_ylabel(r"$\mathrm{PPL}(L)/\mathrm{PPL}(L_{\mathrm{train}})$ (author's metric)")
+    return save_png(fig, out_png)

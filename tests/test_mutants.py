@@ -1,0 +1,36 @@
+"""Every verdict can fail: each registered check holds at its reduced sizes, and each of its mutants flips it.
+
+The mutants (a wrong model or a wrong theory, declared beside each check as ``Check.mutants``) are run at
+the check's reduced sizes (``Check.reduced``), seed 0, numba backend — the same test as the paper-scale
+run, smaller.  ``stylized falsify`` runs the same table and the false-rejection rates for paper_checks.md.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from stylized.falsify import run_reduced
+from stylized.registry import load_checks
+
+CHECKS = load_checks()
+MUTANTS = [(name, m) for name, c in CHECKS.items() for m in c.mutants]
+
+
+@pytest.mark.parametrize("name", list(CHECKS))
+def test_every_check_declares_mutants_and_reduced_sizes(name):
+    c = CHECKS[name]
+    assert c.reduced, f"{name}: no reduced sizes"
+    assert len(c.mutants) >= 2, f"{name}: fewer than two mutants"
+    assert len({m.name for m in c.mutants}) == len(c.mutants)
+
+
+@pytest.mark.parametrize("name", list(CHECKS))
+def test_unmutated_check_holds_at_reduced_sizes(name):
+    r = run_reduced(CHECKS[name], seed=0)
+    assert r["holds"], f"{name}: the unmutated check does not hold at its reduced sizes"
+
+
+@pytest.mark.parametrize("name,mutant", MUTANTS, ids=[f"{n}:{m.name}" for n, m in MUTANTS])
+def test_mutant_flips_the_verdict(name, mutant):
+    r = run_reduced(CHECKS[name], seed=0, mutant=mutant)
+    assert not r["holds"], f"{name}: mutant {mutant.name!r} ({mutant.description}) still holds"
