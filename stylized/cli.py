@@ -22,7 +22,16 @@ import time
 from . import __version__
 from .registry import load_checks
 from .report import fmt, write_paper_checks
-from .results import figures_dir, is_up_to_date, load_result, results_dir, run_check, save_result
+from .results import (
+    check_writable,
+    figures_dir,
+    is_canonical,
+    is_up_to_date,
+    load_result,
+    results_dir,
+    run_check,
+    save_result,
+)
 
 __all__ = ["main", "build_parser"]
 
@@ -145,15 +154,31 @@ def _cmd_check(args) -> int:
         return _fail("check: give a CLAIM, --list or --all (see stylized check --help)")
     check = args.check
     given = {o.name: getattr(args, o.name) for o in check.options if getattr(args, o.name) is not None}
+    out_dir = None
+    if args.save:
+        # only the paper's run (built-in defaults, seed 0) replaces the canonical result;
+        # any other run is saved under results/runs/<check>-<params hash>/
+        canonical = is_canonical(check, given, args.seed, args.backend)
+        out_dir = results_dir() if canonical else _run_dir(check.name, given, args.seed, args.backend)
+        check_writable(out_dir)
     result = run_check(check, given, seed=args.seed, backend=args.backend, progress=not args.no_progress)
     if args.save:
-        save_result(result)
+        path = save_result(result, out_dir)
+        print(f"saved {path}" + ("" if out_dir == results_dir() else " (exploratory: not the paper's result)"),
+              file=sys.stderr)
     if args.json:
         json.dump(result, sys.stdout)
         sys.stdout.write("\n")
     else:
         _print_result(result)
     return 0 if result["holds"] else 1
+
+
+def _run_dir(name: str, given: dict, seed: int, backend: str):
+    import hashlib
+
+    key = json.dumps({"params": given, "seed": seed, "backend": backend}, sort_keys=True, default=str)
+    return results_dir() / "runs" / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
 
 
 def _backend_for(check, preferred: str) -> str:
@@ -164,6 +189,7 @@ def _backend_for(check, preferred: str) -> str:
 def _run_all(checks, *, force: bool, backend: str) -> int:
     """Every check at its defaults; one line per check on stdout and a tally; exit 1 if any does not hold."""
     t0 = time.perf_counter()
+    check_writable(results_dir())
     held = 0
     for i, check in enumerate(checks.values(), 1):
         r = load_result(check.name)

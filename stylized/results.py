@@ -114,15 +114,47 @@ def save_result(result: dict, directory: Path | None = None) -> Path:
     result = to_jsonable(result)
     path = directory / f"{result['claim']}.json"
     atomic_write_text(directory / f"{result['claim']}.csv", rows_csv(result["rows"]))
-    atomic_write_text(path, json.dumps(result, indent=1, sort_keys=False) + "\n")
+    atomic_write_text(path, json.dumps(result, indent=1, sort_keys=False, allow_nan=False) + "\n")
     return path
 
 
 def load_result(name: str, directory: Path | None = None) -> dict | None:
+    """The saved result ``<name>.json``, or None when absent.
+
+    A corrupt file (not JSON, or not a result) is named on stderr and moved aside to
+    ``<name>.json.corrupt`` so that the caller recomputes it.
+    """
     path = Path(directory or results_dir()) / f"{name}.json"
     if not path.exists():
         return None
-    return json.loads(path.read_text())
+    try:
+        r = json.loads(path.read_text())
+        if not isinstance(r, dict) or "holds" not in r or "rows" not in r:
+            raise ValueError("not a check result")
+        return r
+    except (ValueError, UnicodeDecodeError) as e:
+        aside = path.with_name(path.name + ".corrupt")
+        os.replace(path, aside)
+        print(f"stylized: {path} is corrupt ({str(e).splitlines()[0][:80]}); moved to {aside.name}, recomputing",
+              file=sys.stderr)
+        return None
+
+
+def check_writable(directory: Path) -> None:
+    """Raise ``ValueError`` (before any work) when results cannot be written to ``directory``."""
+    directory = Path(directory)
+    probe = directory
+    while not probe.exists():
+        probe = probe.parent
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise ValueError(f"results directory {directory} is not writable; choose another with STYLIZED_RESULTS_DIR")
+
+
+def is_canonical(check, params: dict | None, seed: int, backend: str) -> bool:
+    """Whether a run is the paper's: the check's built-in defaults, seed 0, its default backend."""
+    given = {k: v for k, v in (params or {}).items() if v is not None}
+    return (seed == 0 and backend == "numba"
+            and to_jsonable(check.parse_params(given)) == to_jsonable(check.parse_params()))
 
 
 def _versions() -> dict:

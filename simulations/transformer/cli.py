@@ -42,6 +42,13 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     _check("variant", args.variant, VARIANTS)
     _check("preset", args.preset, PRESET_NAMES)
+    from .train import checkpoint_path
+
+    path = checkpoint_path(args.preset, args.variant, args.seed, args.results_dir)
+    if path.exists() and not (args.resume or args.force):
+        raise ValueError(f"checkpoint {path} exists: pass --resume to continue it or --force to retrain over it")
+    if path.exists() and args.force and not args.resume:
+        path.unlink()
     info = train(args.variant, args.preset, steps=args.steps, seed=args.seed, data=args.data,
                  resume=args.resume, results_dir=args.results_dir)
     h = info["history"]
@@ -145,6 +152,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     t.add_argument("--variant", required=True, help=f"one of {', '.join(VARIANTS)}")
     common(t)
     t.add_argument("--resume", action="store_true", help="continue from the checkpoint")
+    t.add_argument("--force", action="store_true", help="retrain over an existing checkpoint")
     t.add_argument("--steps", type=int, default=None)
     t.add_argument("--data", default=None, help="builtin (default), owt, or a text file/folder")
     t.set_defaults(func=_guard(cmd_train))
