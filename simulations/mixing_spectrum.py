@@ -1,24 +1,26 @@
 """C1 — the per-plane mixing-window spectrum of random RoPE angles (``rope-random``).
 
 With ``θ_b ~ U(−ω_b, ω_b)`` and RoPE's ``ω_b = base^{−2b/d}``, plane ``b`` has ``χ_b = sinc ω_b``
-and ``E[cos A_{n,b}] = sinc(ω_b)ⁿ``, so its window is ``W_b(ε) = ⌈ln ε / ln sinc ω_b⌉``:
-a few steps for ``ω ≈ 1``, far more than any context for ``ω ≈ 1/base``.
+and ``E[cos A_{n,b}] = sinc(ω_b)ⁿ``, so the route length where it first falls below ``ε`` is the
+closed form ``W_b(ε) = ⌈ln ε / ln sinc ω_b⌉``: a few steps for ``ω ≈ 1``, far more than any
+context for ``ω ≈ 1/base``.
 
-Measured: ``--chains`` contexts of length ``--L-eval`` are simulated; in each, the per-plane
-correlation ``cos(A_{j→i,b})`` is averaged over *every* pair ``(j, i)`` at route length ``n``
-(FFT autocorrelation), with a Student-t interval over contexts (Bonferroni over planes).
-Per plane the measured window is the first ``n`` where the correlation falls below ``ε``, with
-the interval ``[first n with ci_low < ε, first n with ci_high < ε]``; a missing end means
-"beyond ``L_eval − 1``" (``resolved`` = the upper end is inside the context).  Rows compare it
-with ``W_b``.  A slow plane's pairs share one long random walk per context, so the
-pair-averaged correlation is noisy near ``n ≈ W_b`` and only the faster planes are resolved.
+Measured: ``--chains`` contexts of length ``--L-eval``; in each, the per-plane correlation
+``cos(A_{j→i,b})`` is averaged over *every* pair ``(j, i)`` at route length ``n`` (FFT
+autocorrelation), with a Student-t band over contexts (Bonferroni over planes, joint 95%).  Per
+plane the measured window is the first ``n`` where the correlation falls below ``ε``, with the
+interval ``[first n with ci_low < ε, first n with ci_high < ε]``; a missing end means "beyond
+``L_eval − 1``" (``resolved`` = the upper end is inside the context).  A slow plane's pairs share
+one long random walk per context, so the pair-averaged correlation is noisy near ``n ≈ W_b`` and
+only the faster planes are resolved; for a plane with ``W_b ≥ L_eval`` the test is that its band
+never falls below ``ε`` inside the context.
 
-``--backend cupy``: the angles are drawn and the FFT autocorrelations run on the device (the same
-:func:`~stylized.scores.so2_pair_correlation` as numpy, one context at a time); the per-plane sums come
-back to the host once at the end.  numpy and numba run the identical host code.
+The model piece (``sample_steps``) and the theory piece (``plane_windows``) are module-level names,
+so the mutants in ``MUTANTS`` can replace them.  ``--backend cupy``: the angles and the FFT
+autocorrelations run on the device; numpy and numba run the identical host code.
 
-Verdict: every plane has ``min(W_b, L_eval)`` inside its measured interval.  Reports how many planes decorrelate within the
-training length (``--L-train``) and within the evaluation length.
+Verdict: every plane has ``min(W_b, L_eval)`` inside its measured interval.  Reports how many planes
+decorrelate within the training length (``--L-train``) and within the evaluation length.
 """
 
 from __future__ import annotations
@@ -33,13 +35,22 @@ from stylized.backend import array_namespace, to_numpy, xp_generator
 from stylized.families import RopeRandom
 from stylized.montecarlo import check_positive_int
 from stylized.montecarlo import progress as _progress
-from stylized.registry import Check, Option, headline, register
+from stylized.registry import Check, Mutant, Option, headline, register
 from stylized.sampling import sample_steps
 from stylized.scores import first_crossing, so2_pair_correlation
 
 from ._common import caption, errorbar_rows, new_figure, save_figure
 
 NAME = "mixing-spectrum"
+
+
+def plane_windows(fam: RopeRandom, eps: float, L_train: int, L_eval: int) -> np.ndarray:
+    """Closed form ``W_b(ε) = ⌈ln ε / ln sinc ω_b⌉``: the first ``n`` with ``sinc(ω_b)ⁿ < ε``, per plane.
+
+    (``L_train`` and ``L_eval`` are not used: the window does not depend on the context; they are
+    arguments so that a mutant can make it depend on them.)
+    """
+    return fam.plane_windows(eps)
 
 
 def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict:
@@ -63,7 +74,7 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
     sd = np.sqrt(np.maximum(tot2 - chains * mean**2, 0.0) / (chains - 1))
     half = stats.t.ppf(1 - 0.025 / B, chains - 1) * sd / math.sqrt(chains)  # joint over planes
     n = np.arange(Le)
-    W = fam.plane_windows(eps)
+    W = np.asarray(plane_windows(fam, eps, Lt, Le), dtype=float)
     omega = fam.omegas
     rows = []
     for b in range(B):
@@ -75,7 +86,7 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
         est = cr["window"]
         rows.append({"plane": b, "omega": float(omega[b]), "chi": float(np.sinc(omega[b] / np.pi)),
                      "estimate": est, "ci_low": cr["window_low"], "ci_high": cr["window_high"],
-                     "theory": float(W[b]), "n_samples": chains, "routes_per_n": chains * Le,
+                     "theory": float(W[b]), "theory_kind": "closed form", "n_samples": chains, "routes_per_n": chains * Le,
                      "decorrelates_in_train": bool(W[b] <= Lt), "decorrelates_in_eval": bool(W[b] <= Le),
                      "resolved": cr["window_high"] is not None, "consistent": bool(ok)})
     grid = np.unique(np.round(np.geomspace(1, max(2, Le // 2), 80)).astype(int))  # ≥ L/2 pairs per context
@@ -101,7 +112,7 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
         "planes_train": k_train,
         "planes_eval": k_eval,
         "headline": headline(f"measured window of plane {h['plane']} (ω={h['omega']:.3g}), the slowest resolved",
-                             h, verdict, n_samples=chains),
+                             h, verdict, n_samples=chains, theory_kind="closed form"),
     }
 
 
@@ -152,11 +163,65 @@ def plot(result: dict, outdir: Path) -> list[Path]:
     return [save_figure(fig, outdir, NAME)]
 
 
+# -- mutants: a wrong theory or a wrong model must turn the verdict false ---------------------------
+def _windows_all_mix_in_training(fam: RopeRandom, eps: float, L_train: int, L_eval: int) -> np.ndarray:
+    """Theory mutant: non-mixing planes counted as mixing, ``min(W_b, L_train)``."""
+    return np.minimum(fam.plane_windows(eps), L_train)
+
+
+def _windows_chi_3pct_low(fam: RopeRandom, eps: float, L_train: int, L_eval: int) -> np.ndarray:
+    """Theory mutant: ``χ_b`` 3% low, ``⌈ln ε / ln(0.97·sinc ω_b)⌉``."""
+    return np.ceil(np.log(eps) / np.log(0.97 * np.sinc(fam.omegas / np.pi)))
+
+
+def _windows_grow_with_L(fam: RopeRandom, eps: float, L_train: int, L_eval: int) -> np.ndarray:
+    """Theory mutant: a window that grows with the context, ``W_b·L_eval/L_train``."""
+    return fam.plane_windows(eps) * (L_eval / L_train)
+
+
+def _rope_steps(fam: RopeRandom, shape: tuple, xrng, backend: str = "numpy"):
+    """Model mutant: RoPE, ``θ_{t,b} = ω_b`` at every token (fixed rotation, no randomness)."""
+    x = sample_steps_ref(fam, shape, xrng, backend)
+    return x * 0.0 + array_namespace(backend).asarray(fam.omegas)
+
+
+def _half_width_steps(fam: RopeRandom, shape: tuple, xrng, backend: str = "numpy"):
+    """Model mutant: angles ``U(−ω_b/2, ω_b/2)``, half the width the theory assumes."""
+    return 0.5 * sample_steps_ref(fam, shape, xrng, backend)
+
+
+sample_steps_ref = sample_steps
+
+
+def _patch(name: str, fn):
+    def make():
+        from unittest import mock
+
+        return mock.patch(f"simulations.mixing_spectrum.{name}", fn)
+    return make
+
+
+MUTANTS = (
+    Mutant("non-mixing planes mix", "theory: every plane counted as mixing within L_train, min(W_b, L_train)",
+           _patch("plane_windows", _windows_all_mix_in_training)),
+    Mutant("χ 3% low", "theory: ⌈ln ε / ln(0.97·sinc ω_b)⌉", _patch("plane_windows", _windows_chi_3pct_low)),
+    Mutant("window ∝ L", "theory: W_b·L_eval/L_train, a window that grows with the context",
+           _patch("plane_windows", _windows_grow_with_L)),
+    Mutant("RoPE (fixed angles)", "model: θ_{t,b} = ω_b at every token, P_n = R(nω) never decorrelates",
+           _patch("sample_steps", _rope_steps)),
+    Mutant("half-width angles", "model: θ_b ~ U(−ω_b/2, ω_b/2) instead of U(−ω_b, ω_b)",
+           _patch("sample_steps", _half_width_steps)),
+)
+
+REDUCED = {"d": 32, "L_eval": 8192, "chains": 16}
+
 CHECK = register(Check(
     name=NAME,
     claim="C1",
-    statement="With random RoPE angles each plane b mixes on its own window W_b(ε) = ⌈ln ε/ln sinc ω_b⌉: "
-              "some planes within the training length, some never inside any context.",
+    statement=("Measured with random RoPE angles θ_b ~ U(−ω_b, ω_b): in each plane b the route length where the "
+               "all-pairs correlation first falls below ε matches the closed form W_b(ε) = ⌈ln ε/ln sinc ω_b⌉ "
+               "(joint 95% over planes; planes with W_b ≥ L_eval must stay above ε inside the context): "
+               "some planes mix within the training length, some never inside any context."),
     options=(
         Option("d", 64, "head dimension d (even)", int),
         Option("base", 10000.0, "RoPE base (ω_b = base^(−2b/d))", float),
@@ -169,4 +234,6 @@ CHECK = register(Check(
     plot=plot,
     module="simulations.mixing_spectrum",
     extra={"order": 1},
+    mutants=MUTANTS,
+    reduced=REDUCED,
 ))

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
-__all__ = ["Estimate", "mean_ci", "mean_ci_from_moments", "proportion_ci", "bonferroni_level"]
+__all__ = ["Estimate", "mean_ci", "mean_ci_from_moments", "proportion_ci", "bonferroni_level", "rounding_tolerance"]
 
 
 @dataclass(frozen=True)
@@ -34,9 +34,13 @@ class Estimate:
     n_samples: int
     level: float = 0.95
 
-    def contains(self, value: float) -> bool:
-        """Whether ``value`` lies in the interval."""
-        return self.ci_low <= value <= self.ci_high
+    def contains(self, value: float, tol: float = 0.0) -> bool:
+        """Whether ``value`` lies in the interval widened by ``tol`` on each side.
+
+        ``tol`` is a rounding tolerance (see :func:`rounding_tolerance`): it matters only where the
+        interval has (nearly) zero width, e.g. a deterministic row whose samples all equal ``qᵀq``.
+        """
+        return self.ci_low - tol <= value <= self.ci_high + tol
 
     def as_row(self) -> dict:
         """The JSON-row keys ``estimate``, ``ci_low``, ``ci_high``, ``n_samples``."""
@@ -104,3 +108,17 @@ def bonferroni_level(level: float, m: int) -> float:
     """Per-row level so that ``m`` simultaneous intervals hold jointly at ``level``."""
     _check_level(level)
     return 1.0 - (1.0 - level) / max(1, int(m))
+
+
+def rounding_tolerance(value: float, n_terms: int, ulps: float = 4.0) -> float:
+    """Rounding tolerance for comparing two float64 evaluations of ``value``, each a sum of ``n_terms``.
+
+    ``(n_terms + ulps)·u·|value|`` with ``u = 2⁻⁵³``: the standard forward-error bound
+    ``γ_k = k·u/(1 − k·u)`` of a ``k``-term floating-point sum (to first order), plus ``ulps`` units of
+    slack for the final operations.  At ``n_terms = 64`` this is about ``1.5e-14·|value|``: far below
+    any Monte Carlo interval, so it only decides rows whose samples have zero variance.
+    """
+    n = int(n_terms)
+    if n < 0 or not ulps >= 0:
+        raise ValueError(f"need n_terms ≥ 0 and ulps ≥ 0, got n_terms={n_terms}, ulps={ulps}")
+    return (n + float(ulps)) * 2.0**-53 * abs(float(value))

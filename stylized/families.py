@@ -35,6 +35,7 @@ import numpy as np
 from scipy.stats import ortho_group
 
 from .bounds import mixing_window
+from .family_args import FAMILY_ARG_RANGES, validate_family_args
 
 __all__ = [
     "StepFamily",
@@ -48,6 +49,8 @@ __all__ = [
     "Haar",
     "FAMILY_NAMES",
     "make_family",
+    "validate_family_args",
+    "FAMILY_ARG_RANGES",
     "rope_frequencies",
     "as_generator",
 ]
@@ -60,22 +63,10 @@ def as_generator(random_state: int | np.random.Generator | np.random.SeedSequenc
     return np.random.default_rng(random_state)
 
 
-def _check_d(d: int, *, even: bool) -> int:
-    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
-        raise ValueError(f"d must be a positive integer, got {d!r}")
-    if even and d % 2:
-        raise ValueError(f"d must be even for SO(2) blocks (d = 2, 4, 6, …), got {d}")
-    if d < 2:
-        raise ValueError(f"d must be at least 2, got {d}")
-    return int(d)
-
-
 def rope_frequencies(d: int, base: float = 10000.0) -> np.ndarray:
     """RoPE frequencies ``ω_b = base^{−2b/d}``, ``b = 0 … d/2 − 1``."""
-    d = _check_d(d, even=True)
-    if not (base > 1.0 and np.isfinite(base)):
-        raise ValueError(f"base must be a finite number > 1, got {base!r}")
-    return base ** (-2.0 * np.arange(d // 2) / d)
+    d = validate_family_args("rope-random", d, base=base)
+    return float(base) ** (-2.0 * np.arange(d // 2) / d)
 
 
 def _sinc(x: np.ndarray) -> np.ndarray:
@@ -85,7 +76,11 @@ def _sinc(x: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class StepFamily:
-    """Base class of a law of i.i.d. orthogonal steps ``M_t ∈ O(d)``."""
+    """Base class of a law of i.i.d. orthogonal steps ``M_t ∈ O(d)``.
+
+    Subclasses give ``E[M]`` and, where one exists, the closed-form ``γ`` (every family here
+    has one: the dense SVD of the base class is the fallback and the test oracle).
+    """
 
     d: int
     name: str = field(init=False, default="")
@@ -110,6 +105,12 @@ class StepFamily:
     def mean_power(self, n: int) -> np.ndarray:
         """``E[P_n] = E[M]^n`` for i.i.d. steps (dense ``d × d``)."""
         return np.linalg.matrix_power(self.mean(), int(n))
+
+    def mean_overlap(self, q: np.ndarray, n) -> np.ndarray | float:
+        """``qᵀ E[M]ⁿ q = E[qᵀ P_n q]`` for route length(s) ``n`` (an int or an array of them)."""
+        q = np.asarray(q, dtype=float)
+        out = np.array([q @ self.mean_power(int(k)) @ q for k in np.ravel(n)])
+        return float(out[0]) if np.ndim(n) == 0 else out.reshape(np.shape(n))
 
     # -- sampling ---------------------------------------------------------------------
     def rvs(self, size: int, random_state=None) -> np.ndarray:
@@ -158,7 +159,15 @@ class SO2Family(StepFamily):
 
     @property
     def spectral_gap(self) -> float:
+        """``γ = 1 − max_b |χ_b|`` (closed form: ``E[M]`` is block-diagonal with blocks ``|χ_b|·R(arg χ_b)``)."""
         return float(1.0 - np.max(np.abs(self.chi())))
+
+    def mean_overlap(self, q: np.ndarray, n) -> np.ndarray | float:
+        """``qᵀE[M]ⁿq = Σ_b (q_{2b}² + q_{2b+1}²) Re χ_bⁿ`` (no dense matrices)."""
+        q = np.asarray(q, dtype=float)
+        w = q[0::2] ** 2 + q[1::2] ** 2
+        out = w @ np.real(np.power.outer(self.chi(), np.ravel(n).astype(float)))
+        return float(out[0]) if np.ndim(n) == 0 else out.reshape(np.shape(n))
 
     def plane_windows(self, eps: float) -> np.ndarray:
         """Per-plane windows ``W_b(ε) = ⌈ln ε / ln |χ_b|⌉`` (``inf`` where ``|χ_b| = 1``)."""
@@ -206,10 +215,7 @@ class SO2Uniform(SO2Family):
     omega: float | tuple = 1.0
 
     def __post_init__(self):
-        _check_d(self.d, even=True)
-        om = np.broadcast_to(np.asarray(self.omega, dtype=float), (self.d // 2,))
-        if not np.all((om > 0) & (om <= np.pi)):
-            raise ValueError(f"omega must lie in (0, π] for every plane, got {self.omega!r}")
+        validate_family_args("so2-uniform", self.d, omega=self.omega)
         object.__setattr__(self, "name", "so2-uniform")
 
     @property
@@ -256,13 +262,7 @@ class SO2Normal(SO2Family):
     mu: float | tuple = 0.0
 
     def __post_init__(self):
-        _check_d(self.d, even=True)
-        sg = np.broadcast_to(np.asarray(self.sigma, dtype=float), (self.d // 2,))
-        if not np.all((sg > 0) & np.isfinite(sg)):
-            raise ValueError(f"sigma must be a finite number > 0 for every plane, got {self.sigma!r}")
-        mu = np.broadcast_to(np.asarray(self.mu, dtype=float), (self.d // 2,))
-        if not np.all(np.isfinite(mu)):
-            raise ValueError(f"mu must be finite, got {self.mu!r}")
+        validate_family_args("so2-normal", self.d, sigma=self.sigma, mu=self.mu)
         object.__setattr__(self, "name", "so2-normal")
 
     def chi(self) -> np.ndarray:
@@ -290,15 +290,9 @@ class TokenAngles(SO2Family):
     probs: np.ndarray = None  # (V,)
 
     def __post_init__(self):
-        _check_d(self.d, even=True)
+        validate_family_args("token", self.d, table=self.table, probs=self.probs)
         table = np.asarray(self.table, dtype=float)
-        if table.ndim != 2 or table.shape[1] != self.d // 2:
-            raise ValueError(f"table must have shape (V, d/2) = (V, {self.d // 2}), got {table.shape}")
-        if not np.all(np.isfinite(table)):
-            raise ValueError("table must hold finite angles")
         probs = np.ones(table.shape[0]) / table.shape[0] if self.probs is None else np.asarray(self.probs, float)
-        if probs.shape != (table.shape[0],) or np.any(probs < 0) or not np.isclose(probs.sum(), 1.0):
-            raise ValueError("probs must be a probability vector of length V (non-negative, summing to 1)")
         object.__setattr__(self, "table", table)
         object.__setattr__(self, "probs", probs)
         object.__setattr__(self, "name", "token")
@@ -325,22 +319,40 @@ def uniform_sphere(rng: np.random.Generator, shape: tuple, d: int) -> np.ndarray
 
 
 @dataclass(frozen=True)
-class Householder(StepFamily):
+class _ScalarMean(StepFamily):
+    """A family with ``E[M] = (1 − γ) I``: the mean, its powers and ``qᵀE[M]ⁿq`` from the closed-form ``γ``."""
+
+    def mean(self) -> np.ndarray:
+        return (1.0 - self.spectral_gap) * np.eye(self.d)
+
+    def mean_power(self, n: int) -> np.ndarray:
+        return (1.0 - self.spectral_gap) ** int(n) * np.eye(self.d)
+
+    def mean_overlap(self, q: np.ndarray, n) -> np.ndarray | float:
+        q = np.asarray(q, dtype=float)
+        out = (1.0 - self.spectral_gap) ** np.asarray(n, dtype=float) * float(q @ q)
+        return float(out) if np.ndim(n) == 0 else out
+
+
+@dataclass(frozen=True)
+class Householder(_ScalarMean):
     """Householder reflections ``M = I − 2 w wᵀ``, ``w`` uniform on ``S^{d−1}``.
 
     ``E[w wᵀ] = I/d`` so ``E[M] = (1 − 2/d) I`` and ``γ = 2/d``.
     """
 
     def __post_init__(self):
-        _check_d(self.d, even=False)
+        validate_family_args("householder", self.d)
         object.__setattr__(self, "name", "householder")
 
     @property
     def kind(self) -> str:
         return "householder"
 
-    def mean(self) -> np.ndarray:
-        return (1.0 - 2.0 / self.d) * np.eye(self.d)
+    @property
+    def spectral_gap(self) -> float:
+        """``γ = 2/d`` (closed form)."""
+        return 2.0 / self.d
 
     def rvs(self, size: int, random_state=None) -> np.ndarray:
         return uniform_sphere(as_generator(random_state), (int(size),), self.d)
@@ -351,7 +363,7 @@ class Householder(StepFamily):
 
 
 @dataclass(frozen=True)
-class LazyHaar(StepFamily):
+class LazyHaar(_ScalarMean):
     """Lazy Haar steps: ``M = U ~ Haar(O(d))`` with probability ``p``, else ``I``.
 
     ``E[M] = (1 − p) I``, ``γ = p``.  ``rvs`` draws the Haar-step mask only.
@@ -360,17 +372,17 @@ class LazyHaar(StepFamily):
     p: float = 0.5
 
     def __post_init__(self):
-        _check_d(self.d, even=False)
-        if not (0.0 < self.p <= 1.0):
-            raise ValueError(f"p must lie in (0, 1], got {self.p!r}")
+        validate_family_args("lazy-haar", self.d, p=self.p)
         object.__setattr__(self, "name", "lazy-haar")
 
     @property
     def kind(self) -> str:
         return "haar"
 
-    def mean(self) -> np.ndarray:
-        return (1.0 - self.p) * np.eye(self.d)
+    @property
+    def spectral_gap(self) -> float:
+        """``γ = p`` (closed form; ``1`` for Haar)."""
+        return float(self.p)
 
     def rvs(self, size: int, random_state=None) -> np.ndarray:
         return as_generator(random_state).random(int(size)) < self.p
@@ -421,6 +433,8 @@ def make_family(
     p : Haar probability (``lazy-haar``).
     base : RoPE base (``rope-random``).
     """
+    if not isinstance(name, str) or name not in FAMILY_NAMES:
+        raise ValueError(f"family must be one of {', '.join(FAMILY_NAMES)}; got {name!r}")
     if name == "so2-uniform":
         return SO2Uniform(d=d, omega=omega)
     if name == "so2-normal":
@@ -431,6 +445,4 @@ def make_family(
         return Householder(d=d)
     if name == "lazy-haar":
         return LazyHaar(d=d, p=p)
-    if name == "haar":
-        return Haar(d=d)
-    raise ValueError(f"family must be one of {', '.join(FAMILY_NAMES)}; got {name!r}")
+    return Haar(d=d)

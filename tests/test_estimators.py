@@ -44,3 +44,17 @@ def test_bad_input():
     with pytest.raises(ValueError, match="method"):
         proportion_ci(1, 3, method="exact")
     assert bonferroni_level(0.95, 10) == pytest.approx(0.995)
+
+
+def test_contains_with_rounding_tolerance():
+    from stylized.estimators import Estimate, rounding_tolerance
+
+    e = Estimate(1.0, 1.0, 1.0, 4000)  # zero-variance row: every sample equals qᵀq
+    theory = 0.9999999999999999  # the same qᵀq summed in another order
+    assert not e.contains(theory)  # exact comparison (the default) is unchanged
+    tol = rounding_tolerance(theory, 10 + 4000)
+    assert e.contains(theory, tol) and tol < 1e-11
+    assert not e.contains(1.0 - 1e-9, tol)  # a real difference is not hidden
+    assert rounding_tolerance(-2.0, 0, ulps=1) == 2.0 * 2.0**-53
+    with pytest.raises(ValueError, match="n_terms"):
+        rounding_tolerance(1.0, -1)

@@ -133,3 +133,86 @@ def test_mixing_window_bounds_the_mean_power(name, half_d, eps):
     if math.isinf(W):
         return
     assert np.linalg.norm(fam.mean_power(int(W)), 2) <= eps * (1 + 1e-9)
+
+
+# -- one contract for every family: closed-form gap, mean powers, overlaps, validation ----------------
+CONTRACT = ALL + [("so2-normal", dict(sigma=(0.3, 0.6, 0.9), mu=(0.1, -0.4, 2.0)))]
+
+
+class TestFamilyContract:
+    """Every family: its closed-form γ equals the dense oracle ``1 − ||E[M]||_op``; ``E[M]ⁿ`` and ``qᵀE[M]ⁿq``
+    equal dense matrix powers; the window bounds the mean power; bad arguments name their range."""
+
+    @pytest.mark.parametrize("name,kw", CONTRACT)
+    def test_closed_form_gap_equals_dense_svd(self, name, kw):
+        from stylized.families import StepFamily
+
+        fam = make_family(name, 6, **kw) if name != "so2-normal" else SO2Normal(d=6, **kw)
+        dense = StepFamily.spectral_gap.fget(fam)  # the base class: 1 − ||E[M]||_op by SVD
+        assert fam.spectral_gap == pytest.approx(dense, abs=1e-12)
+
+    @pytest.mark.parametrize("name,kw", CONTRACT)
+    def test_mean_power_and_overlap_equal_dense_powers(self, name, kw):
+        fam = make_family(name, 6, **kw) if name != "so2-normal" else SO2Normal(d=6, **kw)
+        q = np.random.default_rng(3).standard_normal(6)
+        for n in (0, 1, 2, 9):
+            dense = np.linalg.matrix_power(fam.mean(), n)
+            assert np.allclose(fam.mean_power(n), dense, atol=1e-13)
+            assert fam.mean_overlap(q, n) == pytest.approx(q @ dense @ q, rel=1e-12, abs=1e-13)
+        assert np.allclose(fam.mean_overlap(q, np.array([0, 1, 2, 9])),
+                           [q @ np.linalg.matrix_power(fam.mean(), n) @ q for n in (0, 1, 2, 9)], atol=1e-13)
+
+    @pytest.mark.parametrize("name", ["householder", "lazy-haar", "haar", "so2-uniform", "rope-random"])
+    def test_gap_is_closed_form_and_fast_at_large_d(self, name):
+        import time
+
+        t0 = time.perf_counter()
+        g = make_family(name, 2048, p=0.3).spectral_gap
+        assert time.perf_counter() - t0 < 0.5  # no dense SVD (it took 2.4 s for householder)
+        expected = {"householder": 2 / 2048, "lazy-haar": 0.3, "haar": 1.0}
+        if name in expected:
+            assert g == expected[name]
+
+    @pytest.mark.parametrize("d", [2, 3, 4, 7, 33])
+    def test_accepts_every_d_it_should(self, d):
+        for name in FAMILY_NAMES:
+            if d % 2 and name in ("so2-uniform", "so2-normal", "rope-random"):
+                with pytest.raises(ValueError, match="d must be even"):
+                    make_family(name, d)
+            else:
+                assert make_family(name, d).d == d
+
+
+@pytest.mark.parametrize(
+    "call,word",
+    [
+        (lambda: make_family("", 8), "family must be one of"),
+        (lambda: make_family(None, 8), "family must be one of"),
+        (lambda: make_family("householder", 1), r"d must be an integer ≥ 2"),
+        (lambda: make_family("haar", 2.0), r"d must be an integer ≥ 2"),
+        (lambda: make_family("householder", True), r"d must be an integer ≥ 2"),
+        (lambda: make_family("so2-uniform", 8, omega=0.0), r"omega must lie in \(0, π\]"),
+        (lambda: make_family("so2-uniform", 8, omega=[1.0, 2.0]), r"omega must be one number or d/2 = 4"),
+        (lambda: make_family("so2-uniform", 8, omega="x"), "omega"),
+        (lambda: make_family("so2-normal", 8, sigma=float("nan")), r"sigma must lie in \(0, ∞\)"),
+        (lambda: make_family("so2-normal", 8, mu=float("inf")), "mu must lie in finite"),
+        (lambda: make_family("lazy-haar", 8, p=None), r"p must be a number in \(0, 1\]"),
+        (lambda: make_family("lazy-haar", 8, p=float("nan")), r"p must lie in \(0, 1\]"),
+        (lambda: make_family("rope-random", 8, base=1.0), r"base must lie in \(1, ∞\)"),
+        (lambda: rope_frequencies(8, base=float("inf")), r"base must lie in \(1, ∞\)"),
+        (lambda: TokenAngles(d=4, table=np.zeros((3, 3))), r"table must have shape \(V, d/2\)"),
+        (lambda: TokenAngles(d=4, table=np.full((3, 2), np.inf)), "table must lie in finite angles"),
+    ],
+)
+def test_validation_names_argument_and_range(call, word):
+    with pytest.raises(ValueError, match=word):
+        call()
+
+
+def test_validation_lives_in_one_place():
+    from stylized.families import FAMILY_ARG_RANGES, validate_family_args
+
+    assert validate_family_args("householder", np.int64(5)) == 5
+    with pytest.raises(ValueError, match="unknown step-family argument 'gamma'"):
+        validate_family_args("householder", 5, gamma=0.1)
+    assert set(FAMILY_ARG_RANGES) >= {"d", "omega", "sigma", "mu", "p", "base"}
