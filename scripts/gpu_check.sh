@@ -1,17 +1,34 @@
 #!/usr/bin/env bash
-# GPU check (≤ 5 minutes on one GPU machine): the CuPy tests, every Monte Carlo check with --backend cupy,
-# the largest sweep on GPU vs CPU, and a short transformer training step on CUDA.
-#   bash scripts/gpu_check.sh            (from the repository root)
-# The GPU machine has no package registry: its python3 already holds numpy, scipy, numba, cupy,
-# matplotlib, seaborn, tqdm, pytest and hypothesis, so the package is installed without dependencies.
+# GPU check on one GPU machine (≈ 15 minutes): the CuPy tests, every Monte Carlo check with --backend cupy,
+# the largest sweep on GPU vs CPU, a short transformer training step on CUDA, then the transformer
+# comparison: the 8 main variants (rope nope alibi random-qk random-qkv learned-qk learned-qkv path) trained
+# as concurrent processes on the one GPU under the "gpu" preset (6 x 384, context 256, 2,500 steps, bf16),
+# each evaluated 1x..64x, with a wall-clock guard (`timeout`, and --time-limit inside each run).
+#   bash scripts/gpu_check.sh               (from the repository root; results under $OUT, else ./gpu_results)
+#   bash scripts/gpu_check.sh --transformer-only   (only the 8-variant comparison, ≈ 9 minutes)
+#   bash scripts/gpu_check.sh --dry-run     (CPU: skips the GPU checks; smoke preset, < 60 s)
+# Knobs: PY, GPU_TRAIN_SECONDS (training budget per variant, default 420), GPU_GUARD_SECONDS (hard
+# timeout per variant, default 540), GPU_COMPILE=1 (torch.compile), VARIANTS (space separated).
+# The GPU machine has no package registry and no network: its python3 already holds numpy, scipy, numba,
+# cupy, matplotlib, seaborn, tqdm, pytest and hypothesis, so the package is installed without dependencies;
+# the corpus is the builtin one (the standard library's source), bytes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+DRY=0; CHECKS=1
+if [[ "${1:-}" == "--dry-run" ]]; then DRY=1; CHECKS=0; fi
+if [[ "${1:-}" == "--transformer-only" ]]; then CHECKS=0; fi
+if [[ $DRY == 1 && -z "${PY:-}" && -x .venv/bin/python ]]; then PY=.venv/bin/python; fi
 PY=${PY:-python3}
 export NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-/tmp/numba_cache}
+RESULTS=${OUT:-./gpu_results}/transformer_gpu
+if [[ $DRY == 1 ]]; then RESULTS=${OUT:-./gpu_results}/transformer_dry_run; fi
+mkdir -p "$RESULTS"
+
+if [[ $CHECKS == 1 ]]; then
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 $PY -c "import stylized" 2>/dev/null || $PY -m pip install -q --no-deps --no-build-isolation -e . \
   || $PY -m pip install -q -e ".[test]"
-$PY -c "import cupy" 2>/dev/null || $PY -m pip install -q "cupy-cuda12x>=13" || { echo "no cupy"; exit 1; }
+if $PY -c "import cupy" 2>/dev/null || $PY -m pip install -q "cupy-cuda12x>=13"; then
 $PY - <<'PY'
 import cupy, numpy, numba
 print("cupy", cupy.__version__, "numpy", numpy.__version__, "numba", numba.__version__,
@@ -57,6 +74,7 @@ print(f"GPU {tg:.3f} s, CPU (numba, all cores) {tc:.3f} s, GPU/CPU speed-up {tc 
 print("max |mean_gpu - mean_cpu| / se:", float(np.max(np.abs(xg.mean(0) - xc.mean(0)) / np.maximum(se, 1e-300))))
 print("max |mean_gpu - theory|:", float(np.max(np.abs(xg.mean(0) - theory))))
 PY
+else echo "no cupy: the CuPy checks are skipped"; fi  # cupy
 echo "== transformer: 20 training steps of learned-qkv (smoke preset) on CUDA"
 timeout 45 $PY - <<'PY' || echo "transformer step failed (torch with CUDA missing?)"
 import time, torch
@@ -74,3 +92,59 @@ for i in range(21):
 torch.cuda.synchronize()
 print(f"learned-qkv 4x128, ctx 511, batch 16: {(time.perf_counter() - t0) / 20 * 1e3:.1f} ms/step, loss {loss.item():.3f}")
 PY
+fi  # CHECKS == 1
+
+echo "== transformer: the 8 main variants as concurrent processes (results in $RESULTS)"
+VARIANTS=${VARIANTS:-"rope nope alibi random-qk random-qkv learned-qk learned-qkv path"}
+if [[ $DRY == 1 ]]; then
+  # CPU plumbing check: smoke preset, 10 steps, one thread each, torch-ops rotation path (no Numba compile)
+  PRESET=smoke; BUDGET=30; GUARD=120; EXTRA=(--device cpu --steps 10 --threads 1)
+  export OMP_NUM_THREADS=1 STYLIZED_ROTATION_KERNELS=0
+else
+  PRESET=gpu; BUDGET=${GPU_TRAIN_SECONDS:-420}; GUARD=${GPU_GUARD_SECONDS:-540}; EXTRA=(--threads 2)
+  export OMP_NUM_THREADS=2
+  if [[ "${GPU_COMPILE:-0}" == 1 ]]; then EXTRA+=(--compile); fi
+  $PY -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0))" \
+    > "$RESULTS/env.txt" 2>&1 || true
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >> "$RESULTS/env.txt" 2>&1 || true
+fi
+CKPTS=$(mktemp -d)  # checkpoints (tens of MB each) and eval caches stay out of $OUT; the JSON results go there
+declare -A PIDS
+for v in $VARIANTS; do
+  timeout -k 10 "$GUARD" $PY -m simulations.transformer.distributed --variant "$v" --preset "$PRESET" \
+    --ckpt "$CKPTS/checkpoints/$PRESET/$v.pt" --force --time-limit "$BUDGET" --eval --out "$RESULTS/$v.json" "${EXTRA[@]}" \
+    > "$RESULTS/$v.log" 2>&1 &
+  PIDS[$v]=$!
+done
+FAILED=""
+for v in $VARIANTS; do
+  if ! wait "${PIDS[$v]}"; then FAILED="$FAILED $v"; echo "  $v: FAILED or timed out (see $RESULTS/$v.log)"; fi
+done
+$PY - "$RESULTS" "$PRESET" $VARIANTS <<'PY'
+import json, sys
+from pathlib import Path
+res, preset, variants = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
+rows, table = [], []
+mults = None
+for v in variants:
+    f = res / f"{v}.json"
+    if not f.exists():
+        table.append(f"| {v} | failed | | | |")
+        continue
+    d = json.loads(f.read_text())
+    ev = {r["multiple"]: r for r in d.get("eval", [])}
+    mults = mults or sorted(ev)
+    rows.append({"variant": v, "steps": d["step"], "train_s": round(d["seconds"], 1),
+                 "final_loss": d["history"][-1][1], "eval": d.get("eval", [])})
+    ratios = " | ".join(f"{ev[m]['ratio']:.2f}" for m in sorted(ev))
+    table.append(f"| {v} | {d['step']} | {d['seconds']:.0f} | {ev[1]['ppl']:.3f} | {ratios} |")
+head = " | ".join(f"{m}x" for m in (mults or []))
+md = [f"# transformer comparison, preset {preset}: PPL(m·L)/PPL(L) per variant", "",
+      f"| variant | steps | train s | PPL(1x) | {head} |", "|" + "---|" * (4 + len(mults or [])), *table]
+(res / "summary.md").write_text("\n".join(md) + "\n")
+(res / "summary.json").write_text(json.dumps({"preset": preset, "rows": rows}, indent=1))
+print("\n".join(md))
+PY
+rm -rf "$CKPTS"
+if [[ -n "$FAILED" ]]; then echo "transformer variants failed:$FAILED"; exit 1; fi
+echo "transformer comparison: all variants done; results in $RESULTS"

@@ -1,24 +1,29 @@
-"""C2 — decorrelation towards Haar: after a route much longer than the window, ``s = qᵀ P_n k`` has the post-mixing law.
+"""C2 — decorrelation towards Haar: after a route much longer than the window, ``s = qᵀP_n k`` has the post-mixing law.
 
-For families that mix on O(d) (householder, lazy-haar, haar) the transported key is
-close in law to a uniform point of ``S^{d−1}``, so ``(1 + s)/2 ~ Beta((d−1)/2, (d−1)/2)``
-*(derived)*.  Lazy Haar is exactly a mixture: with probability ``(1 − p)^n`` no Haar
-step happened and ``s = qᵀk``; that mixture is the law used.  For SO(2) blocks the
-phases become uniform instead: ``s = Σ_b a_b cos U_b`` (``a_b = |q_b||k_b|``), compared with
-an exactly simulated reference sample of that law (two-sample KS).
+Each score is transported along a real route of ``n`` steps (``--n``, default ``⌈3·W(0.01)⌉`` of each
+family): Householder reflections, SO(2) rotations, or full Haar matrices (Householder QR of a Gaussian
+matrix, applied without being stored) for ``haar`` / ``lazy-haar`` — no exact-law shortcut
+(:func:`stylized.score_chains.score_chains`).  ``q`` is the equal-energy unit query and ``k = q`` (a
+far copy of the target key: ``s = 1`` at ``n = 0``, so only the transport can move it).
 
-``q`` is the equal-energy unit query and ``k = q`` (a far copy of the target key: the hardest
-case, ``s = 1`` at ``n = 0``).  Rows: ``P(s ≥ t)`` with its Wilson interval against the law's
-tail (``theory``) and the concentration bound (``bound``: Lévy ``exp(−d t²/2)`` or Hoeffding
-``exp(−t²/(2Σa_b²))``).
+The laws, both exact (:mod:`stylized.score_laws`):
 
-``--backend cupy``: the far scores (and the uniform-phase reference sample) are drawn on the device
-by :func:`~stylized.scores.far_scores` / :func:`~stylized.scores.uniform_phase_scores` in chunks of
-8192 trials; the tests run on the host.
+* O(d) families: ``(1 + s)/2 ~ Beta((d−1)/2, (d−1)/2)`` *(derived)*; lazy Haar is a mixture with an atom
+  ``s = qᵀk`` of weight ``(1 − p)^n`` (no Haar step yet), tested apart by a binomial test;
+* SO(2) blocks: uniform phases, ``s = Σ_b a_b cos U_b`` (``a_b = |q_b||k_b|``), whose CDF is the exact
+  Fourier series of a compactly supported law with characteristic function ``Π_b J₀(a_b t)``
+  (:class:`~stylized.score_laws.UniformPhaseSum`, truncation error ≤ 1e-10).
 
-Verdict: the KS p-value is ≥ 0.01 (lazy Haar: KS on the scores after a Haar step, and a
-binomial test of the unmixed share against ``(1 − p)^n``, p ≥ 0.01) and every ``theory`` lies
-in its joint 95% interval (Bonferroni over the thresholds).  Below the window (small ``--n``) it must fail.
+Per family: a one-sample KS test of the scores against the exact CDF, and rows ``P(s ≥ t)`` (Wilson
+intervals; the trials are independent) against the exact tail (``theory``) with the concentration bound
+(``bound``: Lévy ``exp(−d t²/2)`` or Hoeffding ``exp(−t²/(2Σa_b²))``).  Rows with fewer than 10 expected
+exceedances (or non-exceedances) are reported with ``in_verdict = false``.
+
+``--backend numba`` runs the counter-stream kernels; ``numpy`` and ``cupy`` the namespace twins.
+
+Verdict at a joint 95% level (Bonferroni over every test of every family): each KS (and binomial) p-value
+is ≥ 0.05/m, each in-verdict tail's interval holds its theory, no tail's interval lies above its bound.
+Below the window (small ``--n``) it must fail.
 """
 
 from __future__ import annotations
@@ -29,161 +34,215 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from stylized.bounds import haar_coordinate_cdf, haar_coordinate_tail, hoeffding_tail, levy_tail
-from stylized.estimators import bonferroni_level, proportion_ci
-from stylized.montecarlo import check_positive_int, chunked_generators
-from stylized.montecarlo import progress as _progress
-from stylized.registry import Check, Option, float_list, headline, register
+from stylized import score_laws as laws
+from stylized.bounds import hoeffding_tail, levy_tail
+from stylized.estimators import proportion_ci
+from stylized.montecarlo import check_positive_int
+from stylized.registry import Check, Mutant, Option, float_list, headline, register, str_list
 from stylized.sampling import equal_energy_query
-from stylized.scores import far_law_name, far_scores, tail_estimates, uniform_phase_scores
+from stylized.score_chains import score_chains
+from stylized.score_laws import HaarCoordinate, UniformPhaseSum, far_score_law
 
 from ._common import caption, errorbar_rows, family_from_params, family_options, new_figure, save_figure
 
 NAME = "haar-law"
+CHUNK = 4096  # trials per kernel call
+MIN_COUNT = 10
 
 
-def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict:
-    fam = family_from_params(params)
-    n = check_positive_int("n", params["n"], 0)
-    trials = check_positive_int("trials", params["trials"], 20)
-    ts = sorted(set(params["t"]))
-    if not ts or ts[0] < 0 or ts[-1] >= 1:
-        raise ValueError(f"t must be a list of thresholds in [0, 1), got {params['t']!r}")
+def transport(family, n: int, size: int, seed, q: np.ndarray, k: np.ndarray, backend: str) -> np.ndarray:
+    """``size`` scores ``qᵀP_n k``, each along its own real route of ``n`` steps (the model; a mutant replaces it)."""
+    out = np.empty(size)
+    for c, s0 in enumerate(range(0, size, CHUNK)):
+        m = min(CHUNK, size - s0)
+        out[s0 : s0 + m] = score_chains(family, n + 1, m, np.random.SeedSequence([*seed, c]), q, k, backend)[:, n]
+    return out
+
+
+def _route_length(params: dict, fam) -> int:
+    if params["n"] is not None:
+        return check_positive_int("n", params["n"], 0)
+    W = fam.mixing_window(0.01)
+    if not math.isfinite(W):
+        raise ValueError(f"{fam.name} never mixes (γ = 0): give --n")
+    return int(math.ceil(3 * W))
+
+
+def _family_part(fam, n, params, seed, backend, ts):
+    """Scores, tests and tail rows of one family."""
     d = fam.d
     q = equal_energy_query(d)
     k = q
-    chunk = 1024 if backend != "cupy" else 8192
-    chunks = chunked_generators(trials, seed, chunk=chunk)
-    s = np.concatenate([far_scores(fam, n, size, rng, backend, q, k)
-                        for size, rng in _progress(chunks, total=-(-trials // chunk), desc=NAME, enabled=progress)])
-    law = far_law_name(fam)
-    unmixed = (1.0 - getattr(fam, "p", 1.0)) ** n if fam.kind == "haar" else None
-    level = bonferroni_level(0.95, len(ts))
-    ref = None
-    if law == "haar":
-        u = unmixed or 0.0
-        # the exact law has an atom at qᵀk (no Haar step yet): KS on the Haar part, binomial test on the atom
-        atom = s >= q @ k - 1e-12
-        ks = stats.kstest(s[~atom], lambda x: haar_coordinate_cdf(x, d))
-        p_atom = float(stats.binomtest(int(atom.sum()), s.size, u).pvalue) if u > 0 else float(not atom.any())
-        theory = [(1 - u) * float(haar_coordinate_tail(t, d)) + u * float(q @ k >= t) for t in ts]
-        bound = levy_tail(np.array(ts), d)
-        law_text = ("Haar coordinate (1+s)/2 ~ Beta((d−1)/2,(d−1)/2)" if u == 0 else
-                    f"lazy-Haar mixture: Haar coordinate w.p. 1−(1−p)^n, s=qᵀk w.p. (1−p)^n = {u:.3g}")
-        ref_est = [None] * len(ts)
+    s = transport(fam, n, params["trials"], seed, q, k, backend)
+    law = far_score_law(fam, q, k)
+    qk = float(q @ k)
+    u = (1.0 - fam.p) ** n if fam.kind == "haar" else 0.0  # lazy Haar: no Haar step yet, s = qᵀk
+    atom = np.abs(s - qk) <= 1e-9 if u > 0 else np.zeros(s.size, bool)
+    ks = stats.kstest(s[~atom], law.cdf) if (~atom).sum() else None
+    p_atom = float(stats.binomtest(int(atom.sum()), s.size, u).pvalue) if u > 0 else None
+    theory = (1 - u) * np.asarray(law.sf(ts)) + u * (qk >= np.asarray(ts))
+    if law.name == "haar":
+        bound = (1 - u) * levy_tail(np.asarray(ts), d) + u * (qk >= np.asarray(ts))
     else:
-        a = np.hypot(q[0::2], q[1::2]) * np.hypot(k[0::2], k[1::2])
-        ref = uniform_phase_scores(a, 4 * trials, np.random.default_rng([seed, 99]), backend)
-        ks = stats.ks_2samp(s, ref)
-        ref_est = tail_estimates(ref, ts)
-        theory = [e.estimate for e in ref_est]
-        bound = hoeffding_tail(np.array(ts), a)
-        law_text = f"uniform phases Σ_b a_b cos U_b (reference sample of {ref.size:,} exact draws)"
-        p_atom = None
+        bound = hoeffding_tail(np.asarray(ts), np.asarray(law.a))
     rows = []
-    for i, (t, est) in enumerate(zip(ts, tail_estimates(s, ts))):
-        k_hits = int(round(est.estimate * s.size))
-        joint = proportion_ci(k_hits, s.size, level=level)
-        if ref_est[i] is None:
-            inside = joint.contains(theory[i])
-        else:  # two samples: the joint intervals of the run and of the reference overlap
-            rj = proportion_ci(int(round(ref_est[i].estimate * ref.size)), ref.size, level=level)
-            inside = joint.ci_low <= rj.ci_high and rj.ci_low <= joint.ci_high
-        rows.append({"t": t, **est.as_row(), "theory": theory[i], "bound": float(bound[i]), "law": law,
-                     "within_joint_ci": bool(inside), "bound_holds": bool(est.ci_low <= bound[i])})
-    holds = bool(ks.pvalue >= 0.01 and (p_atom is None or p_atom >= 0.01) and all(r["within_joint_ci"] for r in rows))
-    lim = min(1.0, max(np.abs(s).max(), 4.0 / math.sqrt(d)) * 1.05)
+    for t, th, b in zip(ts, theory, bound):
+        hits = int(np.count_nonzero(s >= t))
+        rows.append({"family": fam.name, "d": d, "n": n, "t": t, **proportion_ci(hits, s.size).as_row(),
+                     "theory": float(th), "theory_kind": "closed form", "bound": float(b),
+                     "bound_kind": "upper bound on P(s ≥ t)", "law": law.name,
+                     "in_verdict": bool(min(th, 1 - th) * s.size >= MIN_COUNT), "_hits": hits})
+    part = {"family": fam.name, "d": d, "n": n, "W": fam.mixing_window(0.01), "law": law.name,
+            "ks_stat": None if ks is None else float(ks.statistic), "ks_pvalue": None if ks is None else float(ks.pvalue),
+            "unmixed_probability": u if fam.kind == "haar" else None,
+            "unmixed_share": float(atom.mean()) if u > 0 else None, "unmixed_binom_pvalue": p_atom}
+    return s, law, u, qk, rows, part
+
+
+def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict:
+    names = params["family"]
+    names = [names] if isinstance(names, str) else list(names)
+    check_positive_int("trials", params["trials"], 20)
+    ts = sorted(set(params["t"]))
+    if not ts or ts[0] < 0 or ts[-1] >= 1:
+        raise ValueError(f"t must be a list of thresholds in [0, 1), got {params['t']!r}")
+    rows, parts, samples = [], [], {}
+    for f_idx, name in enumerate(names):
+        fam = family_from_params(params, name)
+        n = _route_length(params, fam)
+        s, law, u, qk, fr, part = _family_part(fam, n, params, [seed, f_idx], backend, ts)
+        rows += fr
+        parts.append(part)
+        samples[name] = (s, law, u, qk)
+    m = sum(p["ks_pvalue"] is not None for p in parts) + sum(p["unmixed_binom_pvalue"] is not None for p in parts) \
+        + sum(r["in_verdict"] for r in rows)
+    alpha = 0.05 / max(1, m)
+    for r in rows:
+        j = proportion_ci(r.pop("_hits"), r["n_samples"], level=1 - alpha)
+        r["joint_ci"] = [j.ci_low, j.ci_high]
+        r["within_joint_ci"] = bool(j.contains(r["theory"]))
+        r["bound_holds"] = bool(j.ci_low <= r["bound"])
+    for p in parts:
+        p["ks_ok"] = p["ks_pvalue"] is None or p["ks_pvalue"] >= alpha
+        p["binom_ok"] = p["unmixed_binom_pvalue"] is None or p["unmixed_binom_pvalue"] >= alpha
+        p["holds"] = p["ks_ok"] and p["binom_ok"] and all(
+            r["within_joint_ci"] and r["bound_holds"] for r in rows if r["family"] == p["family"] and r["in_verdict"])
+    holds = all(p["holds"] for p in parts)
+    plots = {name: _plot_data(*samples[name], ts) for name in samples}
+    h = next((r for r in rows if r["in_verdict"]), rows[0])
+    txt = "; ".join(f"{p['family']} n={p['n']} (W(0.01)={p['W']:g}): KS vs exact {p['law']} law p={p['ks_pvalue']:.3g}"
+                    + (f", unmixed share {p['unmixed_share']:.4g} vs (1−p)^n={p['unmixed_probability']:.4g}"
+                       if p["unmixed_share"] is not None else "") + ("" if p["holds"] else " — FAILS")
+                    for p in parts)
+    short = [p["family"] for p in parts if not p["holds"] and p["n"] < 3 * p["W"]]
+    verdict = (f"d={params['d']}, {params['trials']:,} transported scores per family; joint 95% over {m} tests "
+               f"(each at level {alpha:.2g}). {txt}. P(s≥{h['t']:g}) {h['family']} = {h['estimate']:.4g} vs exact "
+               f"{h['theory']:.4g} (bound {h['bound']:.3g}). "
+               + ("Matches the post-mixing laws." if holds else "Does NOT match the post-mixing law"
+                  + (f" ({', '.join(short)}: route below or near the window, not mixed yet)." if short else ".")))
+    return {"holds": holds, "rows": rows, "families": parts, "alpha": alpha, "plots": plots,
+            "headline": {**headline(f"P(s ≥ {h['t']:g}), s = qᵀP_n k, {h['family']} d={h['d']} n={h['n']}", h, verdict),
+                         "theory_kind": "closed form"}}
+
+
+def _plot_data(s, law, u, qk, ts) -> dict:
+    lim = min(1.0, max(np.abs(s).max(), 4.0 * math.sqrt(law.variance)) * 1.05)
     edges = np.linspace(-lim, lim, 81)
-    counts = np.histogram(s, edges)[0]
-    ref_counts = np.histogram(ref, edges)[0].tolist() if ref is not None else None
+    centers = 0.5 * (edges[1:] + edges[:-1])
+    density = (1 - u) * np.asarray(law.pdf(centers)) if not (law.name != "haar" and len(law.a) < 4) else None
     grid = np.linspace(0.0, max(ts[-1], float(np.quantile(s, 0.9999))), 80)
-    emp_tail = [float(np.mean(s >= g)) for g in grid]
-    if law == "haar":
-        u = unmixed or 0.0
-        law_tail = ((1 - u) * haar_coordinate_tail(grid, d) + u * (q @ k >= grid)).tolist()
-        centers = 0.5 * (edges[1:] + edges[:-1])
-        law_density = ((1 - u) * 0.5 * stats.beta.pdf((1 + centers) / 2, (d - 1) / 2, (d - 1) / 2)).tolist()
-        bound_grid = levy_tail(grid, d).tolist()
-    else:
-        law_tail = [float(np.mean(ref >= g)) for g in grid]
-        law_density = None
-        bound_grid = hoeffding_tail(grid, a).tolist()
-    h = rows[0]
-    W = fam.mixing_window(0.01)
-    atom_txt = "" if unmixed is None else (f"unmixed share (no Haar step) {float(np.mean(s >= q @ k - 1e-12)):.4g} "
-                                           f"vs (1−p)^n = {unmixed:.4g} (binomial p={p_atom:.3g}); ")
-    verdict = (f"{fam.name}, d={d}, n={n} (W(0.01)={W:g}): KS vs {law} law D={ks.statistic:.4f}, p={ks.pvalue:.3g} "
-               f"({trials:,} scores); {atom_txt}{sum(r['within_joint_ci'] for r in rows)}/{len(rows)} tails P(s≥t) match the law "
-               f"(joint 95%); P(s≥{h['t']:g}) = {h['estimate']:.4g} vs {h['theory']:.4g} (bound {h['bound']:.3g}). "
-               + ("Matches the post-mixing law." if holds else "Does NOT match the post-mixing law at this n"
-                  + (" (route below or near the window: not mixed yet)." if n < 3 * W else ".")))
-    return {
-        "holds": holds,
-        "rows": rows,
-        "law": law_text,
-        "ks_stat": float(ks.statistic),
-        "ks_pvalue": float(ks.pvalue),
-        "unmixed_probability": unmixed,
-        "unmixed_binom_pvalue": p_atom,
-        "mixing_window_0.01": W,
-        "hist": {"edges": edges.tolist(), "counts": counts.tolist(), "ref_counts": ref_counts,
-                 "law_density": law_density},
-        "tail_curve": {"t": grid.tolist(), "empirical": emp_tail, "law": law_tail, "bound": bound_grid},
-        "headline": headline(f"P(s ≥ {h['t']:g}), s = qᵀP_n k, {fam.name} d={d} n={n}", h, verdict),
-    }
+    law_tail = (1 - u) * np.asarray(law.sf(grid)) + u * (qk >= grid)
+    bound = levy_tail(grid, law.d) if law.name == "haar" else hoeffding_tail(grid, np.asarray(law.a))
+    return {"edges": edges.tolist(), "counts": np.histogram(s, edges)[0].tolist(),
+            "law_density": None if density is None else density.tolist(),
+            "t": grid.tolist(), "empirical": [float(np.mean(s >= g)) for g in grid], "law": law_tail.tolist(),
+            "bound": bound.tolist()}
 
 
 def plot(result: dict, outdir: Path) -> list[Path]:
-    """Left: histogram of far scores over the exact law's density (log y).  Right: tails with the bound."""
+    """Left: histograms of far scores over the exact laws' densities (log y).  Right: tails with the bounds."""
     p = result["params"]
     fig, (ax1, ax2) = new_figure(ncols=2, width=6.0, height=4.4)
-    hst = result["hist"]
-    e = np.array(hst["edges"])
-    c = np.array(hst["counts"], float)
-    w = np.diff(e)
-    ax1.stairs(c / c.sum() / w, e, color="C0", lw=1.5, label=f"Monte Carlo ({int(c.sum()):,} scores)")
-    if hst["law_density"] is not None:
-        ax1.plot(0.5 * (e[1:] + e[:-1]), hst["law_density"], "k--", lw=1.2, label="exact Haar law")
-    if hst["ref_counts"] is not None:
-        r = np.array(hst["ref_counts"], float)
-        ax1.stairs(r / r.sum() / w, e, color="k", ls="--", lw=1.0, label="uniform-phase reference")
+    lows = []
+    for i, (name, pl) in enumerate(result["plots"].items()):
+        e, c = np.array(pl["edges"]), np.array(pl["counts"], float)
+        w = np.diff(e)
+        ax1.stairs(c / c.sum() / w, e, color=f"C{i}", lw=1.4, label=f"{name} ({int(c.sum()):,} scores)")
+        if pl["law_density"] is not None:
+            ax1.plot(0.5 * (e[1:] + e[:-1]), pl["law_density"], "--", color=f"C{i}", lw=1.0)
+        lows.append(0.5 / c.sum() / w.mean())
+        ax2.step(pl["t"], np.clip(pl["empirical"], 1e-12, None), where="post", color=f"C{i}", label=f"{name}")
+        ax2.plot(pl["t"], np.clip(pl["law"], 1e-12, None), "--", color=f"C{i}", lw=1.0)
+        ax2.plot(pl["t"], pl["bound"], ":", color=f"C{i}", lw=1.0)
+        rs = [r for r in result["rows"] if r["family"] == name]
+        errorbar_rows(ax2, [r["t"] for r in rs], rs, floor=1e-12, fmt="o", color=f"C{i}", ms=3, capsize=2)
     ax1.set_yscale("log")
-    ax1.set_ylim(bottom=0.5 / c.sum() / w.mean())
+    ax1.set_ylim(bottom=min(lows))
     ax1.set_xlabel("far score s = qᵀ P_n k  (unit q, k; k = q)")
     ax1.set_ylabel("density")
-    ax1.set_title(f"C2: far-score law, KS p = {result['ks_pvalue']:.3g}")
+    ax1.set_title("C2: far-score laws (dashed: exact)")
     ax1.legend(fontsize=8)
-    tc = result["tail_curve"]
-    ax2.step(tc["t"], np.clip(tc["empirical"], 1e-12, None), where="post", color="C0", label="Monte Carlo P(s ≥ t)")
-    ax2.plot(tc["t"], np.clip(tc["law"], 1e-12, None), "k--", lw=1.2, label="post-mixing law")
-    ax2.plot(tc["t"], tc["bound"], color="C3", lw=1.2,
-             label="Lévy bound exp(−d t²/2)" if result["rows"][0]["law"] == "haar" else "Hoeffding bound")
-    rows = result["rows"]
-    errorbar_rows(ax2, [r["t"] for r in rows], rows, floor=1e-12, fmt="o", color="C0", ms=4, capsize=2,
-                  label="rows (95% CI)")
     ax2.set_yscale("log")
-    ax2.set_ylim(max(0.2 / rows[0]["n_samples"], 1e-9), 1.5)
+    ax2.set_ylim(max(0.2 / p["trials"], 1e-9), 1.5)
     ax2.set_xlabel("threshold t")
     ax2.set_ylabel("P(s ≥ t)")
-    ax2.set_title("tail of the far score")
+    ax2.set_title("tails: Monte Carlo, exact (--), bound (··)")
     ax2.legend(fontsize=8)
-    caption(fig, f"{p['family']}, d={p['d']}, route n={p['n']} (W(0.01)={result['mixing_window_0.01']:g}); "
-                 f"{p['trials']:,} trials, seed {p['seed']}; law: {result['law']}")
+    fam_txt = ", ".join(f"{f['family']} n={f['n']} (W={f['W']:g})" for f in result["families"])
+    caption(fig, f"d={p['d']}; {fam_txt}; {p['trials']:,} trials per family, seed {p['seed']}; real transport, k = q")
     return [save_figure(fig, outdir, NAME)]
 
+
+# ---------------------------------------------------------------------------------------
+# mutants
+# ---------------------------------------------------------------------------------------
+def _wrong_law(d_shift: int = 0, amp: float = 1.0, so2_as_haar: bool = False):
+    def law(family, q, k):
+        right = laws.far_score_law(family, q, k)
+        if right.name == "haar":
+            return HaarCoordinate(right.d + d_shift, right.scale)
+        if so2_as_haar:
+            return HaarCoordinate(family.d, float(np.linalg.norm(q) * np.linalg.norm(k)))
+        return UniformPhaseSum(tuple(np.asarray(right.a) * amp))
+    return law
+
+
+def _patch(name, new):
+    from unittest import mock
+
+    return lambda: mock.patch(f"simulations.haar_law.{name}", new)
+
+
+MUTANTS = (
+    Mutant("no-transport", "scores not transported (P = I): s = qᵀk = 1",
+           _patch("transport", lambda fam, n, size, seed, q, k, backend: np.full(size, float(q @ k)))),
+    Mutant("short-routes", "routes of n = 4 steps, below the windows W(0.01) of householder and so2-uniform",
+           params={"n": 4}),
+    Mutant("beta-d-minus-2", "theory: Haar-coordinate law of dimension d − 2", _patch("far_score_law", _wrong_law(-2))),
+    Mutant("beta-d-plus-2", "theory: Haar-coordinate law of dimension d + 2", _patch("far_score_law", _wrong_law(2))),
+    Mutant("so2-amplitude-4pct", "theory: uniform-phase amplitudes a_b 4% too large",
+           _patch("far_score_law", _wrong_law(amp=1.04))),
+    Mutant("so2-as-haar", "theory: the Haar-coordinate law for SO(2) blocks (same variance, wrong shape)",
+           _patch("far_score_law", _wrong_law(so2_as_haar=True))),
+)
 
 CHECK = register(Check(
     name=NAME,
     claim="C2",
-    statement="Past the mixing window, s = qᵀP_n k follows the Haar-coordinate law (O(d) families) "
-              "or the uniform-phase law (SO(2) blocks).",
-    options=family_options("householder", 64) + (
-        Option("n", 500, "route length n (well past the window W)", int),
-        Option("trials", 10000, "Monte Carlo scores", int),
+    statement="Past the mixing window, s = qᵀP_n k for k = q, transported along real routes, follows the exact "
+              "Haar-coordinate law (O(d) families: householder, haar) or the exact uniform-phase law Σ_b a_b cos U_b "
+              "(SO(2) blocks): KS and tail tests against the closed-form CDFs.",
+    options=(Option("family", ["householder", "so2-uniform", "haar"], "step families (comma list)", str_list),
+             Option("d", 64, "dimension d (even for SO(2) families)", int))
+    + family_options()[2:] + (
+        Option("n", None, "route length n (default ⌈3·W(0.01)⌉ of each family)", int),
+        Option("trials", 10000, "transported scores per family", int),
         Option("t", [0.1, 0.2, 0.3, 0.4], "tail thresholds t (comma list)", float_list),
     ),
     run=run,
     plot=plot,
     module="simulations.haar_law",
     extra={"order": 0},
+    mutants=MUTANTS,
+    reduced={"d": 16, "trials": 40000, "t": [0.2, 0.4, 0.6, 0.7]},
 ))

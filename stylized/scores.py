@@ -3,9 +3,8 @@
 Scores are ``s = qᵀ P_{j→i} k`` with unit ``q``, ``k`` and ``P_{j→i} = M_i ⋯ M_{j+1}``
 (route length ``n = i − j``).  What lives here:
 
-* exact post-mixing laws: Haar coordinate ``(1+s)/2 ~ Beta((d−1)/2, (d−1)/2)`` for O(d) families,
-  uniform phases ``s = Σ_b a_b cos U_b`` for SO(2) blocks, and their moment generating functions
-  ``E[e^{λs}]`` (closed forms, *derived*);
+* samplers of the post-mixing laws (Haar coordinate, uniform phases; their closed forms —
+  CDFs, moment generating functions — live in :mod:`stylized.score_laws`, re-exported here);
 * :func:`far_scores`: transported scores ``qᵀ P_n k`` sampled by the family's structure (any family);
 * :func:`so2_pair_correlation`: ``E[cos(A_{j→i,b})]`` averaged over *every* pair ``(j, i)`` at route
   length ``n`` inside one context, by FFT autocorrelation of ``e^{iC_t}`` (``C_t`` cumulative angles);
@@ -45,6 +44,7 @@ from .estimators import Estimate, proportion_ci
 from .families import SO2Family, StepFamily, as_generator, uniform_sphere
 from .kernels import lse_push, renormalize_phases
 from .sampling import XP_CHUNK_ELEMENTS, _sample_overlaps_xp, _sphere_xp, haar_coordinates, sample_steps
+from .score_laws import haar_expected_max, haar_mgf, uniform_phase_mgf
 
 __all__ = [
     "plane_dot_cross",
@@ -159,20 +159,6 @@ def tail_estimates(samples: np.ndarray, ts) -> list[Estimate]:
     return [proportion_ci(int(np.count_nonzero(samples >= t)), samples.size) for t in ts]
 
 
-def haar_mgf(lam: float, d: int) -> float:
-    """``E[e^{λs}]`` for one coordinate ``s`` of a uniform point on ``S^{d−1}`` *(derived)*.
-
-    ``E[e^{λs}] = Γ(d/2) (2/λ)^{d/2−1} I_{d/2−1}(λ) = ₀F₁(; d/2; λ²/4)`` (e.g. ``d = 3``: ``sinh λ / λ``).
-    """
-    return float(special.hyp0f1(d / 2.0, lam * lam / 4.0))
-
-
-def uniform_phase_mgf(lam: float, a: np.ndarray) -> float:
-    """``E[e^{λ Σ_b a_b cos U_b}] = Π_b I_0(λ a_b)`` for independent uniform phases *(derived)*."""
-    x = lam * np.abs(np.asarray(a, dtype=float))
-    return float(np.exp(np.sum(np.log(special.i0e(x)) + x)))
-
-
 def haar_max_quantile_samples(rng, size: int, d: int, M: int) -> np.ndarray:
     """``max`` of ``M`` i.i.d. Haar coordinates, drawn exactly in O(1): ``F^{-1}(V^{1/M})``, ``V`` uniform.
 
@@ -183,17 +169,6 @@ def haar_max_quantile_samples(rng, size: int, d: int, M: int) -> np.ndarray:
     return 2.0 * special.betaincinv(a, a, u) - 1.0
 
 
-def haar_expected_max(d: int, M: int) -> float:
-    """``E[max of M Haar coordinates] = 1 − ∫_{−1}^{1} F(s)^M ds`` (trapezoid on a fine grid)."""
-    s = np.linspace(-1.0, 1.0, 200_001)
-    a = (d - 1) / 2.0
-    F = special.betainc(a, a, (1.0 + s) / 2.0)
-    return float(1.0 - np.trapezoid(F**M, s))
-
-
-# ---------------------------------------------------------------------------------------
-# correlation inside a context: every pair (j, i) at route length n
-# ---------------------------------------------------------------------------------------
 def so2_pair_correlation(theta: np.ndarray, nmax: int | None = None) -> np.ndarray:
     """Per-plane ``mean_{i−j=n} cos(A_{j→i,b})`` over all pairs of one context of length ``L``.
 

@@ -9,20 +9,9 @@ query at ``i`` and far sources at route lengths ``n = i − j ≥ D``, the far o
 We report the far interference energy relative to coherent addition,
 ``r = E||F||² / (ρ_D² ||b||²)`` (per trial ``||F/ρ_D||²``, so QK-only without noise is 1).
 
-Exact finite-``M`` value *(derived)*.  For i.i.d. orthogonal steps and ``j < k``,
-``P_{j→i} = P_{k→i} P_{j→k}`` and ``P_{k→i}`` is orthogonal, so the shared part of the
-two routes cancels: ``(P_{j→i} b)ᵀ(P_{k→i} b) = bᵀ P_{j→k} b`` whose mean is
-``bᵀ E[M]^{|j−k|} b`` — no commutativity needed.  For SO(2) blocks this is
-``c_m = Σ_b ||b_b||² Re χ_b^m``; for ``E[M] = c I`` (Householder ``c = 1 − 2/d``,
-lazy Haar ``1 − p``, Haar ``0``) it is ``c^m ||b||²``.  With ``M`` far sources of equal
-weight ``ρ_D/M`` and weights independent of the steps,
-
-``r_QKV(M) = (1/M²) Σ_{j,k} c_{|j−k|}/||b||² + σ² d / (M ||b||²)``,
-``r_QK(M)  = 1 + σ² d / (M ||b||²)``,
-
-and ``Σ_{j,k<M} z^{|j−k|} = M(1+z)/(1−z) − 2z(1−z^M)/(1−z)²``, so for real ``χ``
-``r_QKV ≈ (1+χ)/((1−χ) M)`` at large ``M``.  The noise term is ``σ² d Σ_j ᾱ_j²/||b||²``
-for general far weights ``ᾱ_j = α_j/ρ_D``.
+The closed forms (the exact finite-``M`` value, its large-``M`` form, the plug-in ``ᾱᵀCᾱ``, the
+tilt floors and the exact Haar tilted energy) live in :mod:`stylized.value_theory` and are
+re-exported here.
 
 Backends.  The Monte Carlo engine (:func:`far_energy_samples`, :func:`snr_samples`) is written once
 against an array namespace ``xp``: ``backend="numpy"``/``"numba"`` run it with NumPy on the caller's
@@ -44,11 +33,22 @@ from __future__ import annotations
 from types import ModuleType
 
 import numpy as np
-from scipy.special import ive
 
 from .backend import array_namespace, namespace_of, to_numpy, xp_generator
-from .families import SO2Family, StepFamily, as_generator
+from .families import StepFamily, as_generator
 from .sampling import XP_CHUNK_ELEMENTS, _sphere_xp, sample_steps
+from .value_theory import (  # noqa: F401  (re-exported: the closed forms live in value_theory)
+    coherent_sum,
+    correlation_pairs,
+    haar_tilt_energy,
+    haar_tilt_floor,
+    qk_interference_theory,
+    qkv_asymptote,
+    qkv_interference_theory,
+    quadratic_form,
+    tilt_floor,
+    torus_tilt_floor,
+)
 
 __all__ = [
     "correlation_pairs",
@@ -57,6 +57,10 @@ __all__ = [
     "qk_interference_theory",
     "quadratic_form",
     "haar_tilt_floor",
+    "haar_tilt_energy",
+    "tilt_floor",
+    "torus_tilt_floor",
+    "qkv_asymptote",
     "draw_route_steps",
     "route_scores",
     "route_sum",
@@ -73,90 +77,6 @@ __all__ = [
     "snr_samples",
     "bench_rows",
 ]
-
-
-# ---------------------------------------------------------------------------------------
-# exact second moments
-# ---------------------------------------------------------------------------------------
-def correlation_pairs(family: StepFamily, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Weights ``w`` and ratios ``z`` with ``bᵀE[M]^m b / ||b||² = Σ_r w_r Re z_r^m``.
-
-    SO(2): ``w_b = ||b_b||²/||b||²`` and ``z_b = χ_b`` per plane (equal ``χ`` merged).
-    Other families have ``E[M] = c I``: one pair ``(1, c)``.
-    """
-    b = np.asarray(b, dtype=float)
-    nb = float(b @ b)
-    if nb <= 0:
-        raise ValueError("b (the shared background) must be non-zero")
-    if isinstance(family, SO2Family):
-        w = (b[0::2] ** 2 + b[1::2] ** 2) / nb
-        z, inv = np.unique(np.round(family.chi(), 15), return_inverse=True)
-        return np.bincount(inv.ravel(), weights=w, minlength=z.size), z.astype(complex)
-    mean = family.mean()
-    c = float(mean[0, 0])
-    if not np.allclose(mean, c * np.eye(family.d)):
-        raise ValueError(f"family {family.name!r}: E[M] is not a multiple of I; give its correlation pairs")
-    return np.ones(1), np.array([c], dtype=complex)
-
-
-def coherent_sum(z: complex | np.ndarray, M: int) -> np.ndarray:
-    """``S(z, M) = Σ_{j,k=0}^{M−1} z^{|j−k|} = M + 2 Σ_{m=1}^{M−1} (M − m) z^m`` (exact, direct sum).
-
-    Closed form ``M(1+z)/(1−z) − 2z(1−z^M)/(1−z)²`` for ``z ≠ 1``; ``S(1, M) = M²``.
-    """
-    if M < 1:
-        raise ValueError(f"M (number of far sources) must be ≥ 1, got {M}")
-    z = np.asarray(z, dtype=complex)
-    m = np.arange(1, M)
-    return M + 2.0 * (np.power.outer(z, m) @ (M - m).astype(float))
-
-
-def qkv_interference_theory(family: StepFamily, b: np.ndarray, M: int, noise: float = 0.0) -> float:
-    """Exact ``E||F_QKV||²/(ρ_D²||b||²)`` for ``M`` equal-weight far sources (i.i.d. steps).
-
-    ``(1/M²) Σ_r w_r Re S(z_r, M) + σ² d / (M ||b||²)``; see the module docstring.
-    """
-    w, z = correlation_pairs(family, b)
-    coh = float(np.real(coherent_sum(z, M)) @ w) / M**2
-    return coh + noise**2 * family.d / (M * float(np.dot(b, b)))
-
-
-def qk_interference_theory(d: int, b: np.ndarray, M: int, noise: float = 0.0) -> float:
-    """Exact ``E||F_QK||²/(ρ_D²||b||²) = 1 + σ² d/(M ||b||²)`` for ``M`` equal weights."""
-    return 1.0 + noise**2 * d / (M * float(np.dot(b, b)))
-
-
-def quadratic_form(a: np.ndarray, w: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """``Σ_{j,k} a_j a_k Σ_r w_r Re z_r^{|j−k|}`` for each row of ``a`` (shape ``(T, M)``) in ``O(T·M·R)``.
-
-    The plug-in prediction of ``||F/ρ_D||²/||b||²`` for given far weights ``a = ᾱ`` when
-    the weights are independent of the steps.  Recursion ``h_k = z (h_{k−1} + a_{k−1})``
-    gives ``Σ_{j<k} a_j z^{k−j} = h_k``.  Array-namespace generic: ``a`` may be a CuPy array
-    (``w``, ``z`` are moved to its device).
-    """
-    xp = namespace_of(a)
-    a = xp.asarray(a, dtype=float)
-    w, z = xp.asarray(w), xp.asarray(z)
-    T, M = a.shape
-    h = xp.zeros((T, z.size), dtype=complex)
-    cross = xp.zeros((T, z.size), dtype=complex)
-    for k in range(1, M):
-        h = z * (h + a[:, k - 1, None])
-        cross += a[:, k, None] * h
-    diag = xp.sum(a * a, axis=1)
-    return diag * w.sum() + 2.0 * xp.real(cross) @ w
-
-
-def haar_tilt_floor(d: int, lam: float) -> float:
-    """``(I_{d/2}(λ)/I_{d/2−1}(λ))²``: the coherent floor of QKV under Haar steps when far keys equal
-    the value background ``b̂`` and the query is ``b̂`` *(derived)*.
-
-    For long Haar routes ``u = P b̂`` is uniform on ``S^{d−1}``; softmax weights ``∝ e^{λ b̂ᵀu}``
-    tilt its law, and for ``M → ∞`` the normalised far output tends to
-    ``E[u e^{λu_1}]/E[e^{λu_1}] = (I_{d/2}(λ)/I_{d/2−1}(λ)) b̂`` (log-derivative of the
-    moment generating function ``∝ λ^{1−d/2} I_{d/2−1}(λ)``).
-    """
-    return float((ive(d / 2, lam) / ive(d / 2 - 1, lam)) ** 2) if lam > 0 else 0.0
 
 
 # ---------------------------------------------------------------------------------------

@@ -14,6 +14,6 @@ SCORE_SMALL = {
                "L": [64, 2048], "window_steps": 16384, "n_op": [1, 5], "trials_op": 200, "d_op": 8},
     "mixing-spectrum": {"d": 16, "L_eval": 4096, "L_train": 128, "chains": 8},
     "haar-law": {"family": "householder", "d": 16, "n": 150, "trials": 2000},
-    "score-gap": {"d": [16, 64], "trials": 5000, "trials_near": 1000, "M": [64, 4096]},
+    "score-gap": {"d": [16, 64], "trials": 64, "trials_near": 1000, "M": [64, 4096]},
     "transfer": {"d": 16, "L": [64, 2048], "D": 8, "trials": 48},
 }

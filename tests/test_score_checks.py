@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -15,7 +16,8 @@ CONTRACT = {"claim", "params", "holds", "rows", "seconds", "headline"}
 ROW_KEYS = {"estimate", "ci_low", "ci_high", "theory", "n_samples"}
 HEAD_KEYS = {"quantity", "estimate", "ci_low", "ci_high", "n_samples", "theory", "verdict"}
 
-SMALL = SCORE_SMALL
+# score-gap: ``trials`` counts contexts of max(M) transported far keys each (not far scores)
+SMALL = {**SCORE_SMALL, "score-gap": {"d": [16, 64], "trials": 64, "trials_near": 1000, "M": [64, 4096]}}
 CLAIMS = {"mixing": "C1", "mixing-spectrum": "C1", "haar-law": "C2", "score-gap": "C3", "transfer": "C3"}
 
 
@@ -61,20 +63,63 @@ def test_haar_law_ks_distinguishes_mixed_from_unmixed():
     check = get_check("haar-law")
     for fam in ("householder", "haar"):
         mixed = run_check(check, {**SMALL["haar-law"], "family": fam}, seed=3, progress=False)
-        assert mixed["ks_pvalue"] > 1e-3 and mixed["holds"]
+        assert mixed["families"][0]["ks_pvalue"] > 1e-3 and mixed["holds"]
     unmixed = run_check(check, {**SMALL["haar-law"], "n": 3}, seed=3, progress=False)
-    assert unmixed["ks_pvalue"] < 1e-8 and not unmixed["holds"]
+    assert unmixed["families"][0]["ks_pvalue"] < 1e-8 and not unmixed["holds"]
     assert "not mixed" in unmixed["headline"]["verdict"]
 
 
-def test_haar_law_so2_uses_uniform_phase_reference_and_lazy_mixture():
+def test_haar_law_so2_uses_exact_uniform_phase_law_and_lazy_mixture():
     check = get_check("haar-law")
     r = run_check(check, {"family": "so2-uniform", "d": 16, "n": 200, "trials": 2000}, seed=0, progress=False)
-    assert "uniform phases" in r["law"] and r["rows"][0]["law"] == "uniform-phase"
+    assert r["families"][0]["law"] == "uniform-phase" and r["rows"][0]["theory_kind"] == "closed form" and r["holds"]
     rope = run_check(check, {"family": "rope-random", "d": 16, "n": 200, "trials": 2000}, seed=0, progress=False)
     assert not rope["holds"]  # random RoPE angles have planes that never mix: not the uniform-phase law
     lazy = run_check(check, {"family": "lazy-haar", "d": 16, "n": 5, "p": 0.1, "trials": 4000}, seed=0, progress=False)
-    assert lazy["unmixed_probability"] == pytest.approx(0.9**5) and lazy["holds"]  # exact mixture law
+    part = lazy["families"][0]
+    assert part["unmixed_probability"] == pytest.approx(0.9**5) and lazy["holds"]  # exact mixture law
+    assert part["unmixed_binom_pvalue"] > 1e-3
+
+
+def test_haar_law_default_families_and_honest_rows():
+    r = run_check(get_check("haar-law"), {"d": 16, "trials": 3000}, seed=1, progress=False)
+    assert [p["family"] for p in r["families"]] == ["householder", "so2-uniform", "haar"]
+    assert all(p["n"] == math.ceil(3 * p["W"]) for p in r["families"]) and r["holds"]
+    for row in r["rows"]:
+        assert row["theory_kind"] == "closed form" and row["bound_kind"].startswith("upper bound")
+        assert row["theory"] <= row["bound"] + 1e-12  # the exact tail never exceeds its bound
+        assert row["in_verdict"] == (min(row["theory"], 1 - row["theory"]) * row["n_samples"] >= 10)
+
+
+def test_score_gap_far_keys_are_transported_and_fail_below_the_window():
+    """Far keys k = q only decorrelate through transport: starting them at route length 2 (below W(0.01) = 35 at
+    d = 16) must fail the check, and the nearest tail band (householder) then lies above the exact law, with
+    tail rows among the failures (fixed seed)."""
+    check = get_check("score-gap")
+    small = {**SMALL["score-gap"], "d": [16], "M": [64, 1024]}
+    ok = run_check(check, small, seed=2, progress=False)
+    assert ok["holds"], ok["headline"]["verdict"]
+    bad = run_check(check, {**small, "far_n": 2}, seed=2, progress=False)
+    assert not bad["holds"]
+    tails = [r for r in bad["rows"] if r["kind"] == "tail" and r["family"] == "householder"]
+    assert all(r["estimate"] > r["theory"] for r in tails)
+    assert any(f["kind"] == "tail" for f in bad["failed"])
+
+
+def test_score_gap_rows_are_labelled_honestly():
+    r = run_check(get_check("score-gap"), {**SMALL["score-gap"], "d": [16], "M": [64, 1024]}, seed=0, progress=False)
+    for row in r["rows"]:
+        if row["theory"] is not None:
+            assert row["theory_kind"] == "closed form"
+        if row["bound"] is not None:
+            assert row["bound_kind"]
+    gaps = [row for row in r["rows"] if row["kind"] == "gap"]
+    assert gaps and all(g["theory"] is None and g["bound"] is not None for g in gaps)
+    near = {(row["family"], row["n"]): row for row in r["rows"] if row["kind"] == "near"}
+    assert near[("so2-uniform", 1)]["theory"] == pytest.approx(math.sin(1.0))  # qᵀE[M]q = sinc(1) = 0.84, not ≈ 1
+    assert near[("householder", 1)]["theory"] == pytest.approx(1 - 2 / 16)
+    assert r["headline"]["theory_kind"] == "closed form"
+    assert all(row["far_n"] == math.ceil(3 * row["W"]) for row in r["rows"])
 
 
 def test_transfer_reports_near_tests_and_far_mass():
@@ -83,7 +128,7 @@ def test_transfer_reports_near_tests_and_far_mass():
     assert {"ks_near_target", "ks_near_entropy", "chi2_runner_up_perm", "welch_far_mass"} <= set(t)
     fm = {row["L"]: row for row in r["rows"] if row["quantity"] == "far_mass"}
     assert fm[2048]["ci_low"] > fm[64]["ci_high"]  # the far mass grows with L
-    assert all(row["estimate"] >= row["theory"] for row in fm.values())  # C4 lower bound, on the side
+    assert all(row["estimate"] >= row["bound"] for row in fm.values())  # C4 lower bound (the `bound` column), on the side
 
 
 @pytest.mark.parametrize("name", list(SMALL))

@@ -6,7 +6,11 @@
   repetitions are interleaved round-robin (rope, nope, ..., rope, nope, ...)
   so background load hits every variant alike; each repetition times
   ``--steps`` optimizer steps; reported: median seconds per step and the ratio
-  to RoPE's median.
+  to RoPE's median.  ``--naive`` adds ``<variant>:naive`` entries for the rotation
+  variants: the same model through the naive reference rotation (``model.rotate``)
+  instead of the closed-form autograd Function (``rotation.py``), interleaved with the
+  rest.  ``--clock cpu`` times process CPU time instead of wall time (steadier on a shared
+  machine with ``--threads 1``).
 * Eval: one forward pass (no grad) at ``--eval-len`` tokens for the cheap
   variants (all but ``path``), each in a fresh subprocess; reported: wall time
   and peak resident memory (Linux VmHWM, reset before the pass via
@@ -25,7 +29,8 @@ from pathlib import Path
 
 import torch
 
-from .model import GPT, MAIN_VARIANTS
+from . import rotation
+from .model import GPT, MAIN_VARIANTS, VARIANT_SPECS
 from .train import RESULTS_DIR, make_configs
 
 CHEAP = tuple(v for v in MAIN_VARIANTS if v != "path")
@@ -38,11 +43,16 @@ def _mem_kb(field: str) -> int:
     return -1
 
 
-def step_times(preset: str, variants: list[str], reps: int, steps: int) -> dict[str, list[float]]:
-    """Seconds per training step, ``reps`` interleaved repetitions per variant."""
+def step_times(preset: str, variants: list[str], reps: int, steps: int,
+               clock: str = "wall") -> dict[str, list[float]]:
+    """Seconds per training step, ``reps`` interleaved repetitions per variant.
+
+    A variant named ``"<variant>:naive"`` runs through the naive reference rotation.
+    """
+    timer = time.process_time if clock == "cpu" else time.perf_counter
     models, opts = {}, {}
     for v in variants:
-        mcfg, tcfg, _ = make_configs(v, preset)
+        mcfg, tcfg, _ = make_configs(v.split(":")[0], preset)
         torch.manual_seed(0)
         models[v] = GPT(mcfg)
         models[v].train()
@@ -52,14 +62,19 @@ def step_times(preset: str, variants: list[str], reps: int, steps: int) -> dict[
     inp, tgt = x[:, :-1], x[:, 1:]
 
     def run(v: str, n: int) -> float:
-        t = time.perf_counter()
-        for _ in range(n):
-            _, loss = models[v](inp, tgt)
-            opts[v].zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(models[v].parameters(), 1.0)
-            opts[v].step()
-        return (time.perf_counter() - t) / n
+        fast = rotation.USE_FAST
+        rotation.USE_FAST = fast and not v.endswith(":naive")
+        try:
+            t = timer()
+            for _ in range(n):
+                _, loss = models[v](inp, tgt)
+                opts[v].zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(models[v].parameters(), 1.0)
+                opts[v].step()
+            return (timer() - t) / n
+        finally:
+            rotation.USE_FAST = fast
 
     for v in variants:  # warm-up
         run(v, 2)
@@ -100,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval-len", type=int, default=16384)
     ap.add_argument("--no-eval", action="store_true")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    ap.add_argument("--naive", action="store_true",
+                    help="also time the rotation variants through the naive reference rotation")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall", help="wall or process CPU time")
     ap.add_argument("--out", default=None, help="JSON output (default results/transformer/bench_<preset>.json)")
     ap.add_argument("--_eval-child", dest="eval_child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -111,17 +129,20 @@ def main(argv: list[str] | None = None) -> int:
     variants = [v.strip() for v in args.variants.split(",")]
     if "rope" not in variants:
         variants.insert(0, "rope")
+    if args.naive:
+        variants += [f"{v}:naive" for v in list(variants) if VARIANT_SPECS[v].angle_source is not None]
     print(f"[bench] preset={args.preset} threads={torch.get_num_threads()} reps={args.reps} "
-          f"x {args.steps} steps", flush=True)
-    times = step_times(args.preset, variants, args.reps, args.steps)
+          f"x {args.steps} steps, {args.clock} clock", flush=True)
+    times = step_times(args.preset, variants, args.reps, args.steps, args.clock)
     base = statistics.median(times["rope"])
     steps_out = []
-    print(f"{'variant':<18}{'median s/step':>14}{'ratio vs rope':>15}")
+    print(f"{'variant':<20}{'median s/step':>14}{'ratio vs rope':>15}")
     for v in variants:
         med = statistics.median(times[v])
         steps_out.append({"variant": v, "median_s_per_step": med, "ratio_vs_rope": med / base,
-                          "reps": times[v]})
-        print(f"{v:<18}{med:>14.4f}{med / base:>15.2f}", flush=True)
+                          "reps": times[v], "clock": args.clock})
+        print(f"{v:<20}{med:>14.4f}{med / base:>15.3f}", flush=True)
+    variants = [v for v in variants if not v.endswith(":naive")]
     evals = []
     if not args.no_eval:
         print(f"\n[bench] eval forward at {args.eval_len} tokens (batch 1, no grad)")

@@ -316,7 +316,7 @@ def predict(preset: str = "cpu", *, results_dir: str | Path | None = None, multi
             compare_log: str | None = None, figure: str | Path | None = None, reuse: bool = True,
             variants: list[str] | None = None) -> dict:
     """Probe every checkpoint of ``preset``, predict, compare; write ``bridge_<preset>.json/.csv`` + figure."""
-    from .data import load_corpus
+    from .data import corpus_for
     from .train import get_preset
 
     t0 = time.time()
@@ -331,7 +331,7 @@ def predict(preset: str = "cpu", *, results_dir: str | Path | None = None, multi
     if not cks:
         raise ValueError(f"preset={preset!r}: no checkpoints under {root / 'checkpoints' / preset}")
     tc = get_preset(preset)["train"]
-    corpus = load_corpus(tc.get("data"), tc.get("max_bytes", 8_000_000))
+    corpus = corpus_for(tc)
     cache_path = root / f"probe_{preset}.json"
     cache = json.loads(cache_path.read_text()) if (reuse and cache_path.exists()) else {}
     key = {"multiples": list(multiples), "D": D, "n_windows": n_windows, "n_queries": n_queries, "seed": seed}
@@ -555,7 +555,7 @@ def combined(preset: str = "cpu", *, results_dir: str | Path | None = None, vari
     t0 = time.time()
     root = Path(results_dir) if results_dir else RESULTS_DIR
     _, tcfg, ecfg = make_configs(variants[0], preset, steps=steps, seed=seed)
-    corpus = load_corpus(tcfg.data, tcfg.max_bytes)
+    corpus = load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)
     rows = []
     for v in variants:
         path = checkpoint_path(preset, v, seed, root)

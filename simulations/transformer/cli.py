@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from .model import MAIN_VARIANTS, VARIANTS
 
-PRESET_NAMES = ("smoke", "cpu", "paper")
+PRESET_NAMES = ("smoke", "cpu", "gpu", "paper")
 
 
 def _guard(fn: Callable[[argparse.Namespace], int | None]) -> Callable[[argparse.Namespace], int]:
@@ -50,7 +50,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if path.exists() and args.force and not args.resume:
         path.unlink()
     info = train(args.variant, args.preset, steps=args.steps, seed=args.seed, data=args.data,
-                 resume=args.resume, results_dir=args.results_dir)
+                 resume=args.resume, results_dir=args.results_dir, tokenizer=args.tokenizer, bpe_vocab=args.bpe_vocab)
     h = info["history"]
     print(f"trained {args.variant} ({args.preset}) to step {info['step']}; "
           f"last loss {h[-1][1]:.4f}; checkpoint {info['checkpoint']}" if h else
@@ -154,7 +154,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     t.add_argument("--resume", action="store_true", help="continue from the checkpoint")
     t.add_argument("--force", action="store_true", help="retrain over an existing checkpoint")
     t.add_argument("--steps", type=int, default=None)
-    t.add_argument("--data", default=None, help="builtin (default), owt, or a text file/folder")
+    t.add_argument("--data", default=None,
+                   help="builtin (default), owt[:FOLDER] (local OpenWebText, else $STYLIZED_OWT_DIR), or a text file/folder")
+    t.add_argument("--tokenizer", default=None, choices=("bytes", "bpe"),
+                   help="bytes (default) or a locally trained byte-level BPE")
+    t.add_argument("--bpe-vocab", type=int, default=None, help="BPE vocabulary (default 4096; paper preset 32768)")
     t.set_defaults(func=_guard(cmd_train))
 
     e = sub.add_parser("eval", help="perplexity at 1x..64x/128x the training length")

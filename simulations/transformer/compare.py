@@ -95,7 +95,7 @@ def compare(
     extra_seeds = list(extra_seeds if extra_seeds is not None else [0])
     root, fig_path, canonical = output_paths(preset, results_dir, figure)
     _, tcfg, ecfg = make_configs(variants[0], preset, steps=steps, data=data)
-    corpus = load_corpus(tcfg.data, tcfg.max_bytes)
+    corpus = load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)
     per_seed: dict[str, dict[int, list[dict]]] = {}
     paths: dict[str, list[Path]] = {}
     timings: dict[str, dict[str, float]] = {}

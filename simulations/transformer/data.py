@@ -16,25 +16,49 @@ Three sources (``--data``):
     Any text file, or a folder: all ``*.txt``, ``*.py`` and ``*.md`` files
     below it, sorted; byte tokens, last 5% of files (at least one when there
     are several; otherwise the last 5% of bytes) held out.
-``owt``
-    OpenWebText through HuggingFace ``datasets`` with the GPT-2 BPE
-    (``tiktoken``, or ``transformers``' tokenizer as fallback).  Needs the
-    network and those packages; a clear error is raised otherwise.
+``owt`` (or ``owt:FOLDER``)
+    A *local* copy of OpenWebText: a folder (``FOLDER``, else ``$STYLIZED_OWT_DIR``) of
+    ``*.parquet`` / ``*.arrow`` (HuggingFace ``datasets`` cache files) / ``*.jsonl`` files with
+    a ``text`` column or field, or ``*.txt`` files of one document each; read in sorted path
+    order, streamed, never downloaded.  Every 200th document (0.5%) is held out (with fewer
+    than 200 documents: the last 5%, at least one).  Documents are separated by ``\n\n``
+    (bytes) or ``<|endoftext|>`` (BPE).  ``max_bytes`` caps the text read (``None``: all).
+    The token arrays are cached on disk (memory-mapped), see :mod:`.tokenizer`.
+
+Tokenizers (``tokenizer=``): ``"bytes"`` (vocab 256, the default) or ``"bpe"``: a byte-level
+BPE of ``vocab`` tokens trained locally on the training split (:mod:`.tokenizer`; 4,096 for
+the cpu preset, 32,768 for the paper preset), cached next to the corpus cache and keyed by
+the corpus description, its content and the vocabulary size.  Text is decoded as UTF-8 for
+BPE (invalid bytes become U+FFFD).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import sysconfig
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from . import tokenizer as bpe
+
 DEFAULT_MAX_BYTES = 8_000_000
 HELDOUT_FRACTION = 0.05
 TEXT_SUFFIXES = (".txt", ".py", ".md")
 _EXCLUDE_DIRS = {"site-packages", "dist-packages", "test", "tests", "idle_test", "__pycache__"}
+TOKENIZERS = ("bytes", "bpe")
+DEFAULT_BPE_VOCAB = 4096
+#: environment variable naming the local OpenWebText folder
+OWT_ENV = "STYLIZED_OWT_DIR"
+OWT_SUFFIXES = (".parquet", ".arrow", ".jsonl", ".txt")
+#: every OWT_VAL_EVERY-th OpenWebText document is held out
+OWT_VAL_EVERY = 200
+#: text the OpenWebText BPE is trained on (the first training documents)
+OWT_BPE_TRAIN_BYTES = 500_000_000
 
 
 @dataclass
@@ -48,12 +72,24 @@ class Corpus:
     vocab_size : int
     description : str
         Human-readable provenance (source, number of files, bytes).
+    tokenizer : str
+        ``"bytes"`` or ``"bpe"``.
+    tokenizer_file : str, optional
+        The cached BPE (``tokenizer="bpe"``).
     """
 
     train: np.ndarray
     val: np.ndarray
     vocab_size: int
     description: str
+    tokenizer: str = "bytes"
+    tokenizer_file: str | None = None
+
+    def decode(self, ids) -> str:
+        """Text of token ids (bytes decoded as UTF-8 with replacement)."""
+        if self.tokenizer == "bpe":
+            return bpe.decode(bpe.load_bpe(self.tokenizer_file), ids)
+        return np.asarray(ids, dtype=np.uint8).tobytes().decode("utf-8", errors="replace")
 
 
 def stdlib_files(root: str | os.PathLike | None = None) -> list[Path]:
@@ -84,7 +120,12 @@ def text_files(path: str | os.PathLike) -> list[Path]:
     return files
 
 
-def _bytes_corpus(files: list[Path], max_bytes: int, label: str) -> Corpus:
+def _read_split(files: list[Path], max_bytes: int) -> tuple[list[bytes], list[bytes], int, int]:
+    """Files (each + ``\n\n``, capped at ``max_bytes`` in all) as (train, held-out, bytes, files).
+
+    The last 5% of the files are held out (at least one when there are several); a single
+    file is cut at 95% of its bytes.
+    """
     chunks: list[bytes] = []
     total = 0
     for f in files:
@@ -96,89 +137,275 @@ def _bytes_corpus(files: list[Path], max_bytes: int, label: str) -> Corpus:
     n_val = int(round(len(chunks) * HELDOUT_FRACTION))
     if len(chunks) > 1:
         n_val = max(1, n_val)
-        train_b, val_b = b"".join(chunks[:-n_val]), b"".join(chunks[-n_val:])
-    else:
-        data = chunks[0]
-        cut = int(len(data) * (1 - HELDOUT_FRACTION))
-        train_b, val_b = data[:cut], data[cut:]
-    train = np.frombuffer(train_b, dtype=np.uint8).copy()
-    val = np.frombuffer(val_b, dtype=np.uint8).copy()
+        return chunks[:-n_val], chunks[-n_val:], total, len(chunks)
+    data = chunks[0]
+    cut = int(len(data) * (1 - HELDOUT_FRACTION))
+    return [data[:cut]], [data[cut:]], total, 1
+
+
+def _bytes_corpus(files: list[Path], max_bytes: int, label: str) -> Corpus:
+    train_c, val_c, total, n_files = _read_split(files, max_bytes)
+    train = np.frombuffer(b"".join(train_c), dtype=np.uint8).copy()
+    val = np.frombuffer(b"".join(val_c), dtype=np.uint8).copy()
     desc = (
-        f"{label}: {len(chunks)} files, {total} bytes (train {len(train)}, "
+        f"{label}: {n_files} files, {total} bytes (train {len(train)}, "
         f"val {len(val)} bytes), byte-level vocab 256"
     )
     return Corpus(train, val, 256, desc)
 
 
-def load_builtin(max_bytes: int = DEFAULT_MAX_BYTES, root: str | None = None) -> Corpus:
+def _bpe_corpus(files: list[Path], max_bytes: int, label: str, vocab: int,
+                cache_dir: str | os.PathLike | None) -> Corpus:
+    """The same split as :func:`_bytes_corpus`, tokenised with a cached byte-level BPE."""
+    base = _bytes_corpus(files, max_bytes, label)
+    train_c, val_c, _, _ = _read_split(files, max_bytes)
+    fingerprint = hashlib.sha256(base.train.tobytes() + b"\0" + base.val.tobytes()).hexdigest()
+    key = bpe.cache_key(base.description, fingerprint, vocab)
+    root = bpe.cache_dir(cache_dir)
+    train_t = [c.decode("utf-8", errors="replace") for c in train_c]
+    tok, path, _ = bpe.get_bpe(train_t, vocab, key, root)
+    arrays = root / f"tokens-{key}.npz"
+    if arrays.exists():
+        with np.load(arrays) as z:
+            train, val = z["train"], z["val"]
+    else:
+        train = bpe.encode(tok, train_t)
+        val = bpe.encode(tok, [c.decode("utf-8", errors="replace") for c in val_c])
+        tmp = arrays.with_name(arrays.stem + f".tmp{os.getpid()}.npz")
+        np.savez(tmp, train=train, val=val)
+        os.replace(tmp, arrays)
+    v = tok.get_vocab_size()
+    desc = base.description.replace(
+        ", byte-level vocab 256", f"; byte-level BPE vocab {v} (train {len(train)}, val {len(val)} tokens)")
+    return Corpus(train, val, v, desc, "bpe", str(path))
+
+
+def _corpus(files: list[Path], max_bytes: int, label: str, tokenizer: str, vocab: int | None,
+            cache_dir: str | os.PathLike | None) -> Corpus:
+    if tokenizer == "bytes":
+        return _bytes_corpus(files, max_bytes, label)
+    return _bpe_corpus(files, max_bytes, label, vocab or DEFAULT_BPE_VOCAB, cache_dir)
+
+
+def load_builtin(max_bytes: int = DEFAULT_MAX_BYTES, root: str | None = None, tokenizer: str = "bytes",
+                 vocab: int | None = None, cache_dir: str | os.PathLike | None = None) -> Corpus:
     """The offline stdlib-source corpus (see module docstring)."""
-    return _bytes_corpus(stdlib_files(root), max_bytes, "python-stdlib source")
+    return _corpus(stdlib_files(root), max_bytes, "python-stdlib source", tokenizer, vocab, cache_dir)
 
 
-def load_path(path: str | os.PathLike, max_bytes: int = 10**12) -> Corpus:
-    """Byte-level corpus from a text file or folder."""
-    return _bytes_corpus(text_files(path), max_bytes, f"text at {path}")
+def load_path(path: str | os.PathLike, max_bytes: int = 10**12, tokenizer: str = "bytes",
+              vocab: int | None = None, cache_dir: str | os.PathLike | None = None) -> Corpus:
+    """Corpus from a text file or folder."""
+    return _corpus(text_files(path), max_bytes, f"text at {path}", tokenizer, vocab, cache_dir)
 
 
-def _bpe_tokenizer():
-    """GPT-2 BPE ``encode`` function and vocab size (tiktoken, else transformers)."""
+# ---------------------------------------------------------------------------
+# OpenWebText, local files only
+# ---------------------------------------------------------------------------
+
+
+def owt_dir(spec: str | os.PathLike | None = None) -> Path:
+    """The local OpenWebText folder: ``spec``, else ``$STYLIZED_OWT_DIR``; a clear error otherwise."""
+    spec = spec or os.environ.get(OWT_ENV)
+    hint = (f"data='owt' reads a local OpenWebText copy (no download): pass --data owt:/path/to/folder "
+            f"or set {OWT_ENV}; the folder holds {'/'.join('*' + x for x in OWT_SUFFIXES)} files "
+            "with a 'text' column/field")
+    if not spec:
+        raise ValueError(hint)
+    p = Path(spec).expanduser()
+    if not p.is_dir():
+        raise ValueError(f"data='owt': {str(p)!r} is not a folder. {hint}")
+    return p
+
+
+def owt_files(root: str | os.PathLike) -> list[Path]:
+    """The OpenWebText files under ``root``, sorted by relative path."""
+    root = Path(root)
+    files = sorted((f for f in root.rglob("*") if f.is_file() and f.suffix in OWT_SUFFIXES),
+                   key=lambda f: f.relative_to(root).as_posix())
+    if not files:
+        raise ValueError(f"data='owt': no {'/'.join('*' + x for x in OWT_SUFFIXES)} files under {str(root)!r}")
+    return files
+
+
+def _arrow_tables(f: Path):
     try:
-        import tiktoken
-
-        enc = tiktoken.get_encoding("gpt2")
-        return (lambda s: enc.encode_ordinary(s)), enc.n_vocab
-    except ImportError:
-        pass
-    try:
-        from transformers import GPT2TokenizerFast
-
-        tok = GPT2TokenizerFast.from_pretrained("gpt2")
-        return (lambda s: tok(s)["input_ids"]), tok.vocab_size
+        import pyarrow as pa
+        import pyarrow.parquet as pq
     except ImportError as e:
-        raise ImportError(
-            "--data owt needs a GPT-2 BPE tokenizer: pip install tiktoken (or transformers)"
-        ) from e
+        raise ImportError(f"reading {f.name} needs pyarrow: pip install pyarrow") from e
+    if f.suffix == ".parquet":
+        pf = pq.ParquetFile(f)
+        for i in range(pf.num_row_groups):
+            yield pf.read_row_group(i, columns=["text"])
+        return
+    with pa.memory_map(str(f)) as src:
+        try:
+            reader = pa.ipc.open_stream(src)  # HuggingFace datasets cache files
+        except pa.ArrowInvalid:
+            reader = pa.ipc.open_file(src)
+            for i in range(reader.num_record_batches):
+                yield reader.get_batch(i)
+            return
+        yield from reader
 
 
-def load_owt(max_docs: int = 200_000, val_docs: int | None = None) -> Corpus:
-    """OpenWebText via HuggingFace ``datasets`` (streamed), GPT-2 BPE tokens.
+def iter_owt_docs(files: list[Path]) -> Iterator[str]:
+    """Documents in file order: parquet/arrow ``text`` column, jsonl ``text`` field, one per txt file."""
+    for f in files:
+        if f.suffix == ".txt":
+            yield f.read_text(encoding="utf-8", errors="replace")
+        elif f.suffix == ".jsonl":
+            with open(f, encoding="utf-8") as fh:
+                for line in fh:
+                    if line.strip():
+                        yield json.loads(line)["text"]
+        else:
+            for table in _arrow_tables(f):
+                yield from (t for t in table.column("text").to_pylist() if t is not None)
 
-    The first ``max_docs`` documents are tokenised (EOT-separated); the last
-    ``val_docs`` (default 0.5%) are held out.
-    """
-    try:
-        import datasets
-    except ImportError as e:
-        raise ImportError("--data owt needs the 'datasets' package: pip install datasets") from e
-    encode, vocab = _bpe_tokenizer()
-    ds = datasets.load_dataset("openwebtext", split="train", streaming=True)
-    docs = []
-    for i, ex in enumerate(ds):
-        if i >= max_docs:
+
+def _owt_split(files: list[Path], max_bytes: int | None) -> Iterator[tuple[str, bool]]:
+    """(document, held out?) pairs: every ``OWT_VAL_EVERY``-th held out (short streams: the last 5%)."""
+    cap = max_bytes if max_bytes and max_bytes > 0 else None
+    head: list[str] = []
+    total = 0
+    for i, doc in enumerate(iter_owt_docs(files)):
+        if cap is not None and total >= cap:
             break
-        docs.append(ex["text"])
-    if not docs:
-        raise ValueError("data='owt': the dataset returned no documents")
-    n_val = val_docs if val_docs is not None else max(1, len(docs) // 200)
-    n_val = min(n_val, max(1, len(docs) - 1))
-    eot = vocab - 1  # GPT-2's <|endoftext|> is the last id (50256)
-
-    def tok(block: list[str]) -> np.ndarray:
-        ids: list[int] = []
-        for d in block:
-            ids.extend(encode(d))
-            ids.append(eot)
-        return np.asarray(ids, dtype=np.int64 if vocab > 65535 else np.uint16)
-
-    train, val = tok(docs[:-n_val]), tok(docs[-n_val:])
-    desc = f"openwebtext: {len(docs)} docs, train {len(train)} / val {len(val)} BPE tokens"
-    return Corpus(train, val, vocab, desc)
+        total += len(doc.encode("utf-8", errors="replace"))
+        if i < OWT_VAL_EVERY:
+            head.append(doc)
+            if i == OWT_VAL_EVERY - 1:
+                yield from ((d, j == OWT_VAL_EVERY - 1) for j, d in enumerate(head))
+                head = []
+            continue
+        yield doc, i % OWT_VAL_EVERY == OWT_VAL_EVERY - 1
+    if head:  # fewer than OWT_VAL_EVERY documents in all
+        n_val = max(1, int(round(len(head) * HELDOUT_FRACTION))) if len(head) > 1 else 0
+        yield from ((d, j >= len(head) - n_val) for j, d in enumerate(head))
 
 
-def load_corpus(data: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> Corpus:
-    """Dispatch on ``--data``: ``None``/``"builtin"``, ``"owt"``, or a path."""
+def load_owt(path: str | os.PathLike | None = None, max_bytes: int | None = None, tokenizer: str = "bytes",
+             vocab: int | None = None, cache_dir: str | os.PathLike | None = None,
+             batch_docs: int = 2000) -> Corpus:
+    """A local OpenWebText copy, tokenised once into memory-mapped arrays in the cache folder."""
+    root = owt_dir(path)
+    files = owt_files(root)
+    vocab = vocab or DEFAULT_BPE_VOCAB
+    sig = [(f.relative_to(root).as_posix(), f.stat().st_size, f.stat().st_mtime_ns) for f in files]
+    key = bpe.cache_key("owt", str(root.resolve()), sig, max_bytes, tokenizer,
+                        vocab if tokenizer == "bpe" else 256)
+    cache = bpe.cache_dir(cache_dir)
+    meta_path = cache / f"owt-{key}.json"
+    if not meta_path.exists():
+        _build_owt(files, max_bytes, tokenizer, vocab, key, cache, batch_docs, root)
+    meta = json.loads(meta_path.read_text())
+    arr = {s: np.memmap(cache / meta[s]["file"], dtype=meta["dtype"], mode="r", shape=(meta[s]["n"],))
+           for s in ("train", "val")}
+    return Corpus(arr["train"], arr["val"], meta["vocab"], meta["description"], tokenizer,
+                  meta.get("tokenizer_file"))
+
+
+def _build_owt(files, max_bytes, tokenizer, vocab, key, cache, batch_docs, root) -> None:
+    tok, tok_path = None, None
+    if tokenizer == "bpe":
+        def sample() -> Iterator[str]:
+            seen = 0
+            for doc, held in _owt_split(files, max_bytes):
+                if not held:
+                    yield doc
+                    seen += len(doc)
+                    if seen >= OWT_BPE_TRAIN_BYTES:
+                        return
+        tok, tok_path, _ = bpe.get_bpe(sample(), vocab, key, cache)
+    v = tok.get_vocab_size() if tok is not None else 256
+    dtype = bpe.token_dtype(v)
+    tmp = {s: cache / f"owt-{key}-{s}.bin.tmp{os.getpid()}" for s in ("train", "val")}
+    n = {"train": 0, "val": 0}
+    n_docs, n_bytes = 0, 0
+    with open(tmp["train"], "wb") as ft, open(tmp["val"], "wb") as fv:
+        out = {"train": ft, "val": fv}
+        batch: dict[str, list[str]] = {"train": [], "val": []}
+
+        def flush(split: str) -> None:
+            docs = batch[split]
+            if not docs:
+                return
+            if tok is not None:
+                ids = bpe.encode(tok, docs, eot=True)
+            else:
+                ids = np.frombuffer("".join(d + "\n\n" for d in docs).encode("utf-8", errors="replace"),
+                                    dtype=np.uint8)
+            ids.astype(dtype, copy=False).tofile(out[split])
+            n[split] += len(ids)
+            batch[split] = []
+
+        for doc, held in _owt_split(files, max_bytes):
+            split = "val" if held else "train"
+            batch[split].append(doc)
+            n_docs += 1
+            n_bytes += len(doc.encode("utf-8", errors="replace"))
+            if len(batch[split]) >= batch_docs:
+                flush(split)
+        flush("train")
+        flush("val")
+    if n["train"] == 0 or n["val"] == 0:
+        raise ValueError(f"data='owt': {str(root)!r} gave {n_docs} documents; need at least 2")
+    for s in ("train", "val"):
+        os.replace(tmp[s], cache / f"owt-{key}-{s}.bin")
+    kind = f"byte-level BPE vocab {v}" if tok is not None else "byte-level vocab 256"
+    meta = {
+        "train": {"file": f"owt-{key}-train.bin", "n": n["train"]},
+        "val": {"file": f"owt-{key}-val.bin", "n": n["val"]},
+        "dtype": dtype.name, "vocab": v, "tokenizer_file": str(tok_path) if tok_path else None,
+        "description": (f"openwebtext (local {root}): {len(files)} files, {n_docs} docs, {n_bytes} bytes "
+                        f"(train {n['train']}, val {n['val']} tokens), {kind}"),
+    }
+    mp = cache / f"owt-{key}.json"
+    tmpm = mp.with_suffix(f".json.tmp{os.getpid()}")
+    tmpm.write_text(json.dumps(meta, indent=1))
+    os.replace(tmpm, mp)
+
+
+def load_corpus(data: str | None = None, max_bytes: int | None = DEFAULT_MAX_BYTES, tokenizer: str = "bytes",
+                vocab: int | None = None, cache_dir: str | os.PathLike | None = None) -> Corpus:
+    """Dispatch on ``--data``: ``None``/``"builtin"``, ``"owt"`` / ``"owt:FOLDER"``, or a path.
+
+    ``tokenizer``: ``"bytes"`` (vocab 256) or ``"bpe"`` (``vocab`` tokens, default 4,096).
+    """
+    if tokenizer not in TOKENIZERS:
+        raise ValueError(f"tokenizer={tokenizer!r} is not one of: {', '.join(TOKENIZERS)}")
     if data in (None, "", "builtin"):
-        return load_builtin(max_bytes)
-    if data == "owt":
-        return load_owt()
-    return load_path(data)
+        return load_builtin(max_bytes or DEFAULT_MAX_BYTES, tokenizer=tokenizer, vocab=vocab, cache_dir=cache_dir)
+    if data == "owt" or str(data).startswith("owt:"):
+        folder = str(data)[4:] or None
+        return load_owt(folder, max_bytes, tokenizer, vocab, cache_dir)
+    return load_path(data, tokenizer=tokenizer, vocab=vocab, cache_dir=cache_dir)
+
+
+def corpus_for(train_config: dict) -> Corpus:
+    """The corpus a checkpoint was trained on, from its saved ``train_config``."""
+    return load_corpus(train_config.get("data"), train_config.get("max_bytes", DEFAULT_MAX_BYTES),
+                       train_config.get("tokenizer", "bytes"), train_config.get("bpe_vocab"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Build the corpus / tokenizer cache ahead of a (multi-GPU) run and print its description."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m simulations.transformer.data")
+    ap.add_argument("--data", default=None, help="builtin (default), owt[:FOLDER], or a text file/folder")
+    ap.add_argument("--tokenizer", default="bytes", choices=TOKENIZERS)
+    ap.add_argument("--vocab", type=int, default=None, help=f"BPE vocabulary (default {DEFAULT_BPE_VOCAB})")
+    ap.add_argument("--max-bytes", type=int, default=None, help="cap on text read (owt default: all)")
+    args = ap.parse_args(argv)
+    max_bytes = args.max_bytes if args.max_bytes is not None else (
+        None if str(args.data).startswith("owt") else DEFAULT_MAX_BYTES)
+    c = load_corpus(args.data, max_bytes, args.tokenizer, args.vocab)
+    print(c.description)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

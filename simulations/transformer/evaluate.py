@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .data import Corpus, load_corpus
+from .data import Corpus, corpus_for
 from .model import GPT
 from .train import EvalConfig, default_device
 
@@ -210,7 +210,7 @@ def evaluate_checkpoint(
         if saved and saved.get("key") == key:
             losses = {int(m): {k: np.asarray(v) for k, v in d.items()} for m, d in saved["losses"].items()}
     if losses is None:
-        corpus = corpus or load_corpus(ck["train_config"].get("data"), ck["train_config"].get("max_bytes"))
+        corpus = corpus or corpus_for(ck["train_config"])
         losses = window_losses(model, corpus.val, ecfg.multiples, ecfg.n_windows,
                                ecfg.batch_tokens, ecfg.n_samples, seed, device)
         if cache:

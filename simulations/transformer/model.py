@@ -39,8 +39,9 @@ learned-qk / learned-qkv
     the cpu preset's budget is set in its preset, see ``train.PRESETS``).
 path
     PaTH-style Householder transport M_t = H_t = I - β_t w_t w_tᵀ with
-    β_t = 2·sigmoid(linear(x_t)) ∈ (0, 2) and w_t = normalize(causal depthwise
-    conv_k(linear(x_t))), per head.  Pure-torch chunked implementation
+    β_t = 2·sigmoid(linear(x_t)) ∈ (0, 2) and w_t = normalize(SiLU(causal depthwise
+    conv_k(linear(x_t)))), per head (FLA's short convolution with its SiLU; FLA's
+    low-rank factorisation of the w projection is not reproduced: a full linear map).  Pure-torch chunked implementation
     (:func:`path_attention`, delta-rule / UT-transform form with a triangular
     solve per chunk): O(L²(d + C)) time, O(L(d + C)) memory, checked against
     explicit matrix products in the tests.
@@ -75,6 +76,8 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from . import rotation as _rotation
 
 
 class VariantSpec(NamedTuple):
@@ -490,7 +493,7 @@ class CausalSelfAttention(nn.Module):
         B, L, C = x.shape
         beta = 2.0 * torch.sigmoid(self.path_beta(x)).transpose(1, 2)
         u = self.path_w(x).transpose(1, 2)  # [B, C, L]
-        u = self.path_conv(u)[..., :L].transpose(1, 2)  # causal: keep first L
+        u = F.silu(self.path_conv(u)[..., :L]).transpose(1, 2)  # causal: keep first L; SiLU as FLA's ShortConvolution
         w = u.view(B, L, self.n_head, self.head_dim).transpose(1, 2)
         return beta, F.normalize(w.float(), dim=-1).to(x.dtype)
 
@@ -519,16 +522,23 @@ class CausalSelfAttention(nn.Module):
     ) -> torch.Tensor:
         """Attention output [B, L, C]; ``psi``/``psi_v`` override the drawn angles."""
         B, L, C = x.shape
-        q, k, v = self.qkv(x)
         dp = self.dropout if self.training else 0.0
-        if self.angle_source is not None:
-            if psi is None:
-                psi, psi_v = self.angles(idx, B, L, x.device, generator)
-            cos, sin = _cos_sin(psi, torch.float32)
-            q, k = rotate(q, cos, sin), rotate(k, cos, sin)
-            if self.rotate_v:
-                cos_v, sin_v = _cos_sin(psi_v, torch.float32)
-                v = rotate(v, cos_v, sin_v)
+        vstate = None
+        if self.angle_source is not None and psi is None:
+            psi, psi_v = self.angles(idx, B, L, x.device, generator)
+        if self.angle_source is not None and _rotation.USE_FAST:
+            # closed-form autograd Function on the fused projection (rotation.py)
+            q, k, v, vstate = _rotation.rotate_qkv(
+                self.c_attn(x), self.n_head, psi, psi_v if self.rotate_v else None
+            )
+        else:
+            q, k, v = self.qkv(x)
+            if self.angle_source is not None:  # the naive reference
+                cos, sin = _cos_sin(psi, torch.float32)
+                q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+                if self.rotate_v:
+                    cos_v, sin_v = _cos_sin(psi_v, torch.float32)
+                    v = rotate(v, cos_v, sin_v)
         if self.use_path:
             beta, w = self.householder(x)
             y = path_attention(q, k, v, beta, w, chunk=self.config.path_chunk, dropout_p=dp)
@@ -541,9 +551,12 @@ class CausalSelfAttention(nn.Module):
             )
         else:
             y = F.scaled_dot_product_attention(q, k, v, dropout_p=dp, is_causal=True)
-        if self.rotate_v:
-            y = rotate(y, cos_v, -sin_v)  # R(-ψ^v_i) at the query
-        y = y.transpose(1, 2).contiguous().view(B, L, C)
+        if vstate is not None:  # R(-ψ^v_i) at the query, written as [B, L, C]
+            y = _rotation.unrotate_output(y, vstate)
+        else:
+            if self.rotate_v:  # R(-ψ^v_i) at the query
+                y = rotate(y, cos_v, -sin_v)
+            y = y.transpose(1, 2).contiguous().view(B, L, C)
         return self.resid_dropout(self.c_proj(y))
 
 

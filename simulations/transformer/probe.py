@@ -393,7 +393,7 @@ def probe_checkpoint(
     device: str = "cpu",
 ) -> dict:
     """Load a checkpoint and probe it on its corpus' held-out split (or on ``tokens``)."""
-    from .data import load_corpus
+    from .data import corpus_for
     from .train import load_model
 
     path = Path(path)
@@ -402,7 +402,7 @@ def probe_checkpoint(
     model, ck = load_model(path, device)
     if tokens is None:
         tc = ck.get("train_config", {})
-        tokens = load_corpus(tc.get("data"), tc.get("max_bytes") or 8_000_000).val
+        tokens = corpus_for(tc).val
     res = probe_model(model, tokens, multiples, D, n_windows, n_queries, seed, variant=ck.get("variant"))
     res["checkpoint"] = str(path)
     res["step"] = int(ck.get("step", 0))

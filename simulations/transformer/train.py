@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .data import DEFAULT_MAX_BYTES, Corpus, load_corpus
+from .data import DEFAULT_MAX_BYTES, TOKENIZERS, Corpus, load_corpus
 from .model import GPT, VARIANTS, GPTConfig
 
 RESULTS_DIR = Path(__file__).resolve().parents[1] / "results" / "transformer"
@@ -35,6 +35,10 @@ class TrainConfig:
     a fresh AdamW state at each phase, no warm-up).  The short cpu preset keeps warm-up +
     cosine (``schedule="cosine"``) and scales the tables' lr (``angle_lr_mult``) to give
     them a learning-rate budget Σ lr they can move with; see ``PRESETS``.
+
+    ``tokenizer``: ``"bytes"`` (vocab 256, the default) or ``"bpe"`` (a byte-level BPE of
+    ``bpe_vocab`` tokens trained locally on the training split, cached; see ``data.py``).
+    ``max_bytes``: cap on the corpus text (``None``: all of a local OpenWebText copy).
     """
 
     steps: int = 1000
@@ -50,7 +54,9 @@ class TrainConfig:
     ckpt_every: int = 200
     seed: int = 0
     data: str | None = None
-    max_bytes: int = DEFAULT_MAX_BYTES
+    max_bytes: int | None = DEFAULT_MAX_BYTES
+    tokenizer: str = "bytes"
+    bpe_vocab: int = 4096
 
 
 @dataclass
@@ -65,7 +71,7 @@ class EvalConfig:
 
 
 #: the cpu preset's angle-table lr multiplier (see ``lr_sweep.py`` for the rule that chose it)
-CPU_ANGLE_LR_MULT = 10.0
+CPU_ANGLE_LR_MULT = 3.0
 #: the author's three constant phases: (fraction of the steps, lr)
 PHASES = ((0.5, 5e-4), (0.25, 2e-4), (0.25, 5e-5))
 
@@ -95,9 +101,23 @@ PRESETS: dict[str, dict[str, dict]] = {
         # 200K steps of batch 32 in three constant phases (Σ lr ≈ 62.5), tables at lr ×1
         "model": dict(n_layer=16, n_embd=768, n_head=8, block_size=512, dropout=0.1,
                       vocab_size=32768, path_chunk=64, angle_lr_mult=1.0),
+        # data: a local OpenWebText folder ($STYLIZED_OWT_DIR or --data owt:/path), all of it,
+        # byte-level BPE 32K trained locally; multi-GPU: ``python -m simulations.transformer.distributed``
         "train": dict(steps=200_000, batch_size=32, lr=5e-4, warmup=0, ckpt_every=1000,
-                      data="owt", schedule="phases"),
+                      data="owt", schedule="phases", tokenizer="bpe", bpe_vocab=32768,
+                      max_bytes=None),
         "eval": dict(multiples=[1, 2, 4, 8, 16, 32, 64, 128], n_windows=64, batch_tokens=131072),
+    },
+    "gpu": {
+        # one H200, ~10 minutes with the 8 main variants as concurrent processes
+        # (scripts/gpu_check.sh): 6 × 384, 6 heads (d_h 64), context 256, batch 32, 2,500 steps
+        # (20M byte tokens ≈ 2.8 epochs of the builtin corpus, hence the author's dropout 0.1),
+        # bf16 autocast (train() on CUDA), cosine schedule; the tables' lr multiplier as the
+        # cpu preset's (Σ lr ≈ 1.4 × 10 over the schedule); evaluation 1×..64× on 32 windows.
+        "model": dict(n_layer=6, n_embd=384, n_head=6, block_size=256, dropout=0.1,
+                      path_chunk=64, angle_lr_mult=CPU_ANGLE_LR_MULT),
+        "train": dict(steps=2500, batch_size=32, lr=1e-3, warmup=100, ckpt_every=500),
+        "eval": dict(multiples=[1, 2, 4, 8, 16, 32, 64], n_windows=32, batch_tokens=65536),
     },
 }
 
@@ -131,6 +151,8 @@ def make_configs(
         raise ValueError(f"steps={tcfg.steps!r} must be a positive integer")
     if tcfg.schedule not in ("cosine", "phases"):
         raise ValueError(f"schedule={tcfg.schedule!r} is not one of: cosine, phases")
+    if tcfg.tokenizer not in TOKENIZERS:
+        raise ValueError(f"tokenizer={tcfg.tokenizer!r} is not one of: {', '.join(TOKENIZERS)}")
     return GPTConfig(variant=variant, **p["model"]), tcfg, EvalConfig(**p["eval"])
 
 
@@ -244,7 +266,7 @@ def train(
     mcfg, tcfg, _ = make_configs(variant, preset, steps=steps, seed=seed, data=data, **overrides)
     device = device or default_device()
     path = Path(ckpt) if ckpt else checkpoint_path(preset, variant, seed, results_dir)
-    corpus = corpus or load_corpus(tcfg.data, tcfg.max_bytes)
+    corpus = corpus or load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)
     if corpus.vocab_size > mcfg.vocab_size:
         mcfg = GPTConfig(**{**mcfg.to_dict(), "vocab_size": corpus.vocab_size})
 

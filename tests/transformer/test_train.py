@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
-import types
 
 import numpy as np
 import pytest
@@ -68,20 +66,6 @@ def test_builtin_loader_excludes_tests_and_site_packages(tmp_path):
     assert c.val.tobytes().startswith(b"# os.py")
 
 
-def test_owt_loader_with_mocked_datasets(monkeypatch):
-    docs = [{"text": f"document number {i} " * 5} for i in range(40)]
-    fake = types.ModuleType("datasets")
-    fake.load_dataset = lambda name, split, streaming: iter(docs)
-    monkeypatch.setitem(sys.modules, "datasets", fake)
-    monkeypatch.setattr(data, "_bpe_tokenizer", lambda: ((lambda s: [len(w) for w in s.split()]),
-                                                          100))
-    c = data.load_corpus("owt")
-    assert c.vocab_size == 100
-    assert c.val.size > 0 and c.train.size > c.val.size
-    assert c.train[-1] == 99  # EOT separator
-    assert "openwebtext" in c.description
-
-
 def test_lr_schedule():
     cfg = TrainConfig(steps=100, lr=1.0, warmup=10, min_lr_frac=0.1)
     assert lr_at(0, cfg) == pytest.approx(0.1)
@@ -134,7 +118,7 @@ def test_cli_bad_config_exits_2(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "variant" in err[0] and "rope" in err[0]
     with pytest.raises(SystemExit) as e:
-        cli.main(["compare", "--preset", "gpu"])
+        cli.main(["compare", "--preset", "tpu"])
     assert e.value.code == 2
 
 

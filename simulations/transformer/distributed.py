@@ -1,0 +1,325 @@
+"""Multi-GPU training with DistributedDataParallel (``torchrun``), same semantics as ``train.train``.
+
+    torchrun --standalone --nproc_per_node=8 -m simulations.transformer.distributed \\
+        --variant learned-qk --preset paper --data owt:/data/openwebtext [--resume]
+
+(``python -m simulations.transformer.distributed ...`` without ``torchrun`` trains in one
+process and is then identical to ``train.train``.)  Backend: NCCL on CUDA, Gloo on CPU.
+
+* The global batch (``batch_size`` of the preset) is a pure function of (seed, step) exactly as
+  in :func:`~simulations.transformer.train.get_batch`; rank ``r`` of ``W`` takes rows
+  ``[r·b, (r+1)·b)``, ``b = batch_size / W`` (which must divide).  Each rank's loss is the mean
+  over its rows and DDP averages the gradients, so the update equals the single-process update
+  on the global batch (up to float reduction order; with dropout 0 and deterministic angles the
+  loss trajectories agree to ~1e-6, ``tests/transformer/test_ddp.py``).
+* RNG: every rank initialises the model from ``seed`` (DDP also broadcasts rank 0's weights);
+  rank 0 then continues the seed's stream (so ``W = 1`` reproduces ``train.train`` bit for bit),
+  rank ``r > 0`` reseeds with ``seed + 1_000_003·r`` (its own dropout masks / random angles).
+* Checkpoints: rank 0 writes atomically (``train.save_checkpoint``), the same fields as
+  ``train.train`` (``load_model`` / evaluation read them unchanged) plus ``world_size`` and every
+  rank's RNG states (``rng_ranks``), so a resume with the same ``W`` is exact.
+* The corpus (and its BPE / token cache) is built by rank 0 before the others load it; for
+  OpenWebText build it once ahead: ``python -m simulations.transformer.data --data owt:DIR
+  --tokenizer bpe --vocab 32768``.
+* ``--compile``: ``torch.compile`` the model on CUDA (guarded: falls back to eager on failure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import random
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from .data import Corpus, load_corpus
+from .model import GPT, GPTConfig
+from .train import (
+    _numpy_state_from_safe,
+    _numpy_state_to_safe,
+    checkpoint_path,
+    lr_at,
+    make_configs,
+    phase_of,
+    save_checkpoint,
+)
+
+
+def dist_env() -> tuple[int, int, int]:
+    """(rank, world size, local rank): from an initialised process group, else torchrun's env."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", dist.get_rank()))
+    env = os.environ
+    return int(env.get("RANK", 0)), int(env.get("WORLD_SIZE", 1)), int(env.get("LOCAL_RANK", 0))
+
+
+def shard_batch(tokens: np.ndarray, step: int, batch_size: int, block: int, seed: int, rank: int,
+                world: int, device: str | torch.device = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+    """Rank ``rank``'s rows of global batch number ``step`` (the rows of ``train.get_batch``)."""
+    if batch_size % world:
+        raise ValueError(f"batch_size={batch_size} must be divisible by the world size {world}")
+    g = torch.Generator().manual_seed(seed * 1_000_003 + step)
+    ix = torch.randint(0, len(tokens) - block - 1, (batch_size,), generator=g).numpy()
+    b = batch_size // world
+    ix = ix[rank * b: (rank + 1) * b]
+    x = np.stack([tokens[i: i + block] for i in ix]).astype(np.int64)
+    y = np.stack([tokens[i + 1: i + 1 + block] for i in ix]).astype(np.int64)
+    return torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
+
+
+def _rng_state(device: torch.device) -> dict:
+    return {
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
+        "numpy": _numpy_state_to_safe(np.random.get_state()),
+        "python": random.getstate(),
+    }
+
+
+def _set_rng_state(st: dict, device: torch.device) -> None:
+    torch.set_rng_state(st["torch"])
+    if device.type == "cuda" and st.get("cuda") is not None:
+        torch.cuda.set_rng_state(st["cuda"], device)
+    np.random.set_state(_numpy_state_from_safe(st["numpy"]))
+    random.setstate(st["python"])
+
+
+def _maybe_compile(model: torch.nn.Module, device: torch.device, enabled: bool) -> torch.nn.Module:
+    if not enabled or device.type != "cuda":
+        return model
+    try:
+        return torch.compile(model)
+    except Exception as e:  # pragma: no cover - depends on the toolchain
+        print(f"[distributed] torch.compile unavailable ({e}); eager", file=sys.stderr)
+        return model
+
+
+def train_ddp(
+    variant: str,
+    preset: str = "smoke",
+    *,
+    steps: int | None = None,
+    seed: int = 0,
+    data: str | None = None,
+    resume: bool = False,
+    ckpt: str | os.PathLike | None = None,
+    results_dir: str | os.PathLike | None = None,
+    stop_at: int | None = None,
+    corpus: Corpus | None = None,
+    progress: bool = True,
+    device: str | None = None,
+    backend: str | None = None,
+    compile: bool = False,
+    time_limit: float | None = None,
+    **overrides,
+) -> dict:
+    """Train ``variant`` under ``preset`` on every rank of the process group (see module docstring).
+
+    Parameters are those of ``train.train``, plus ``backend`` (default NCCL on CUDA, Gloo on CPU;
+    used when the group is not initialised yet and ``WORLD_SIZE > 1``), ``compile``, and
+    ``time_limit`` (seconds: checkpoint and stop once training has run this long; rank 0 decides).
+    Returns ``train.train``'s summary (the history holds the global-batch mean loss).
+    """
+    rank, world, local = dist_env()
+    use_cuda = (device or ("cuda" if torch.cuda.is_available() else "cpu")).startswith("cuda")
+    dev = torch.device(f"cuda:{local}" if use_cuda else "cpu")
+    if use_cuda:
+        torch.cuda.set_device(dev)
+    if world > 1 and not dist.is_initialized():
+        dist.init_process_group(backend or ("nccl" if use_cuda else "gloo"), timeout=datetime.timedelta(hours=2))
+    mcfg, tcfg, _ = make_configs(variant, preset, steps=steps, seed=seed, data=data, **overrides)
+    if tcfg.batch_size % world:
+        raise ValueError(f"batch_size={tcfg.batch_size} must be divisible by the world size {world}")
+    path = Path(ckpt) if ckpt else checkpoint_path(preset, variant, seed, results_dir)
+    if corpus is None:
+        for r in (0, 1):  # rank 0 builds the caches, then the others read them
+            if (rank == 0) == (r == 0):
+                corpus = load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)
+            if world > 1:
+                dist.barrier()
+    if corpus.vocab_size > mcfg.vocab_size:
+        mcfg = GPTConfig(**{**mcfg.to_dict(), "vocab_size": corpus.vocab_size})
+
+    torch.manual_seed(tcfg.seed)
+    np.random.seed(tcfg.seed)
+    random.seed(tcfg.seed)
+    model = GPT(mcfg).to(dev)
+    if rank > 0:
+        torch.manual_seed(tcfg.seed + 1_000_003 * rank)
+        np.random.seed((tcfg.seed + 1_000_003 * rank) % 2**32)
+        random.seed(tcfg.seed + 1_000_003 * rank)
+    opt = torch.optim.AdamW(
+        model.param_groups(tcfg.weight_decay, tcfg.lr, tcfg.decay_all), lr=tcfg.lr, betas=tuple(tcfg.betas),
+        fused=use_cuda or None,
+    )
+    step = 0
+    history: list[tuple[int, float]] = []
+    if resume and path.exists():
+        ck = torch.load(path, map_location=dev, weights_only=True)
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["optimizer"])
+        step = ck["step"]
+        if step > tcfg.steps:
+            raise ValueError(f"steps={tcfg.steps} is below the checkpoint's step {step} ({path})")
+        history = list(ck.get("history", []))
+        ranks = ck.get("rng_ranks")
+        if ranks is not None and len(ranks) == world:
+            _set_rng_state(ranks[rank], dev)
+        elif rank == 0:  # a single-process checkpoint (or another world size): rank 0's stream only
+            cuda = ck["rng"].get("cuda")
+            _set_rng_state({**ck["rng"], "cuda": cuda[0] if isinstance(cuda, list) and cuda else None}, dev)
+    net: torch.nn.Module = model
+    if world > 1:
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        net = DDP(model, device_ids=[dev.index] if use_cuda else None)
+    net = _maybe_compile(net, dev, compile)
+
+    def state() -> dict:
+        rngs = [None] * world
+        mine = _rng_state(dev)
+        if world > 1:
+            dist.all_gather_object(rngs, mine)
+        else:
+            rngs = [mine]
+        return {
+            "model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
+            "model_config": mcfg.to_dict(), "train_config": asdict(tcfg), "variant": variant,
+            "preset": preset, "corpus": corpus.description, "history": history,
+            "rng": {**rngs[0], "cuda": [rngs[0]["cuda"]] if rngs[0]["cuda"] is not None else None},
+            "rng_ranks": rngs, "world_size": world,
+        }
+
+    tokens_per_step = tcfg.batch_size * mcfg.block_size
+    bar = None
+    if progress and rank == 0:
+        try:
+            from tqdm import tqdm
+
+            bar = tqdm(total=tcfg.steps, initial=step, desc=f"{preset}/{variant} x{world}", mininterval=2.0)
+        except ImportError:
+            bar = None
+    net.train()
+    t0, start_step = time.time(), step
+    while step < tcfg.steps:
+        lr = lr_at(step, tcfg)
+        if tcfg.schedule == "phases" and step > 0 and phase_of(step, tcfg) != phase_of(step - 1, tcfg):
+            opt.state.clear()
+        for g in opt.param_groups:
+            g["lr"] = lr * g.get("lr_mult", 1.0)
+        x, y = shard_batch(corpus.train, step, tcfg.batch_size, mcfg.block_size, tcfg.seed, rank, world, dev)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=use_cuda):
+            _, loss = net(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if tcfg.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), tcfg.grad_clip)
+        opt.step()
+        step += 1
+        mean = loss.detach().float()
+        if world > 1:
+            dist.all_reduce(mean)
+            mean = mean / world
+        history.append((step, float(mean.item())))
+        if time_limit is not None and step < tcfg.steps:
+            out_of_time = torch.tensor(float(time.time() - t0 > time_limit), device=dev)
+            if world > 1:
+                dist.broadcast(out_of_time, 0)
+            if out_of_time.item():
+                stop_at = step
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{history[-1][1]:.3f}", tok_s=f"{(step - start_step) * tokens_per_step / max(1e-9, time.time() - t0):,.0f}", refresh=False)
+        if step % tcfg.ckpt_every == 0 or step == tcfg.steps or step == stop_at:
+            st = state()  # collective: every rank takes part
+            if rank == 0:
+                save_checkpoint(path, st)
+            if world > 1:
+                dist.barrier()
+        if stop_at is not None and step >= stop_at:
+            break
+    if bar is not None:
+        bar.close()
+    return {"variant": variant, "preset": preset, "step": step, "history": history, "checkpoint": str(path),
+            "seconds": time.time() - t0, "tokens": step * tokens_per_step, "corpus": corpus.description,
+            "n_params": model.num_params(), "world_size": world, "rank": rank}
+
+
+def _parse_override(text: str) -> tuple[str, object]:
+    key, _, raw = text.partition("=")
+    if not key or not _:
+        raise ValueError(f"--set {text!r} must look like KEY=VALUE")
+    for conv in (int, float):
+        try:
+            return key, conv(raw)
+        except ValueError:
+            pass
+    return key, {"true": True, "false": False, "none": None}.get(raw.lower(), raw)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m simulations.transformer.distributed",
+                                 description="DDP training (launch with torchrun --nproc_per_node=N)")
+    ap.add_argument("--variant", required=True)
+    ap.add_argument("--preset", default="paper")
+    ap.add_argument("--steps", type=int, default=None)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--data", default=None, help="builtin, owt[:FOLDER] (local), or a text file/folder")
+    ap.add_argument("--tokenizer", default=None, choices=("bytes", "bpe"))
+    ap.add_argument("--bpe-vocab", type=int, default=None)
+    ap.add_argument("--ckpt", default=None)
+    ap.add_argument("--results-dir", default=None)
+    ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--force", action="store_true", help="overwrite an existing checkpoint")
+    ap.add_argument("--stop-at", type=int, default=None)
+    ap.add_argument("--backend", default=None, choices=("nccl", "gloo"))
+    ap.add_argument("--device", default=None, help="cuda (default when available) or cpu")
+    ap.add_argument("--compile", action="store_true", help="torch.compile the model (CUDA only)")
+    ap.add_argument("--threads", type=int, default=None, help="torch CPU threads per process")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override any TrainConfig / GPTConfig field (repeatable)")
+    ap.add_argument("--time-limit", type=float, default=None,
+                    help="seconds of training after which to checkpoint and stop (wall-clock guard)")
+    ap.add_argument("--eval", action="store_true", help="rank 0 evaluates the final checkpoint (preset's eval)")
+    ap.add_argument("--out", default=None, help="JSON summary written by rank 0")
+    args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    overrides = dict(_parse_override(s) for s in args.set)
+    overrides.update({k: v for k, v in (("tokenizer", args.tokenizer), ("bpe_vocab", args.bpe_vocab)) if v})
+    path = Path(args.ckpt) if args.ckpt else checkpoint_path(args.preset, args.variant, args.seed, args.results_dir)
+    if path.exists() and not (args.resume or args.force):
+        print(f"error: {path} exists: pass --resume to continue it or --force to overwrite", file=sys.stderr)
+        return 2
+    if path.exists() and args.force and not args.resume and dist_env()[0] == 0:
+        path.unlink()
+    info = train_ddp(args.variant, args.preset, steps=args.steps, seed=args.seed, data=args.data,
+                     resume=args.resume, ckpt=path, stop_at=args.stop_at, device=args.device,
+                     backend=args.backend, compile=args.compile, time_limit=args.time_limit, **overrides)
+    if info["rank"] == 0:
+        if args.eval:
+            from .evaluate import evaluate_checkpoint
+
+            _, tcfg, ecfg = make_configs(args.variant, args.preset, data=args.data, **overrides)
+            corpus = load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)
+            info["eval"] = evaluate_checkpoint(path, ecfg, corpus, device=args.device)
+        if args.out:
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.out).write_text(json.dumps(info, indent=1, default=float))
+        print(f"{args.variant}: {info['step']} steps on {info['world_size']} process(es), "
+              f"loss {info['history'][-1][1] if info['history'] else float('nan'):.4f}, {info['seconds']:.0f}s")
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

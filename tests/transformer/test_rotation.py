@@ -1,0 +1,157 @@
+"""The fast accumulated rotation against the naive reference: outputs, gradients, gradcheck."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from simulations.transformer import rotation  # noqa: E402
+from simulations.transformer.model import GPT, GPTConfig, _cos_sin, accumulate, rotate  # noqa: E402
+
+torch.set_num_threads(1)
+
+#: psi shapes relative to x [B, H, L, d]: per batch and head (learned/random), broadcast (RoPE, shared)
+PSI_SHAPES = [(3, 2, 5), (1, 1, 5), (3, 1, 5)]
+
+
+@pytest.fixture(params=[True, False], ids=["kernels", "torch-ops"])
+def kernels(request, monkeypatch):
+    monkeypatch.setattr(rotation, "USE_KERNELS", request.param)
+    return request.param
+
+
+def _inputs(psi_bhl, d=8, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(3, 2, 5, d, generator=g, dtype=torch.float64).to(dtype)
+    psi = (torch.rand(*psi_bhl, d // 2, generator=g, dtype=torch.float64) - 0.5) * 40.0
+    return x, psi
+
+
+def _naive(psi, x, inverse=False):
+    cos, sin = _cos_sin(psi, torch.float32 if x.dtype != torch.float64 else torch.float64)
+    return rotate(x, cos, -sin if inverse else sin)
+
+
+@pytest.mark.parametrize("inverse", [False, True])
+@pytest.mark.parametrize("psi_bhl", PSI_SHAPES)
+def test_forward_bit_identical_and_gradients_match(psi_bhl, inverse, kernels):
+    x, psi = _inputs(psi_bhl)
+    xr, pr = x.clone().requires_grad_(), psi.clone().requires_grad_()
+    xf, pf = x.clone().requires_grad_(), psi.clone().requires_grad_()
+    ref = _naive(pr, xr, inverse)
+    got = rotation.rotate_fast(pf, xf, inverse=inverse)
+    assert torch.equal(got, ref)
+    w = torch.randn_like(ref)
+    (ref * w).sum().backward()
+    (got * w).sum().backward()
+    torch.testing.assert_close(xf.grad, xr.grad, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(pf.grad, pr.grad, rtol=1e-5, atol=1e-5)
+    assert pf.grad.dtype == torch.float64 and pf.grad.shape == psi.shape
+
+
+@pytest.mark.parametrize("inverse", [False, True])
+@pytest.mark.parametrize("psi_bhl", PSI_SHAPES)
+def test_gradcheck_float64(psi_bhl, inverse):
+    x, psi = _inputs(psi_bhl, d=4, dtype=torch.float64)
+    x.requires_grad_()
+    psi.requires_grad_()
+    assert torch.autograd.gradcheck(lambda p, v: rotation.rotate_fast(p, v, inverse=inverse), (psi, x))
+    # plain autograd through the float64 formula agrees with the closed form
+    h = x.shape[-1] // 2
+    c, s = torch.cos(psi), torch.sin(psi) * (-1.0 if inverse else 1.0)
+    ref_y = torch.cat((x[..., :h] * c - x[..., h:] * s, x[..., :h] * s + x[..., h:] * c), dim=-1)
+    got = torch.autograd.grad(rotation.rotate_fast(psi, x, inverse=inverse).sum(), (psi, x))
+    ref = torch.autograd.grad(ref_y.sum(), (psi, x))
+    for a, b in zip(got, ref):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_gradcheck_slots_pass_through():
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(2, 3, 3, 2, 4, generator=g, dtype=torch.float64, requires_grad=True)
+    psi = torch.randn(2, 3, 1, 2, 2, generator=g, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda p, v: rotation.rotate_fast(p, v, n_rot=2), (psi, x))
+    y = rotation.rotate_fast(psi, x, n_rot=2)
+    assert torch.equal(y[:, :, 2], x[:, :, 2])
+
+
+def test_kernel_gradients_against_float64(kernels):
+    """float32 (fused kernels or torch ops) vs the float64 closed form, slots and broadcast ψ."""
+    g = torch.Generator().manual_seed(2)
+    x64 = torch.randn(2, 6, 3, 2, 8, generator=g, dtype=torch.float64)
+    psi = torch.randn(2, 6, 1, 2, 4, generator=g, dtype=torch.float64) * 5
+    w = torch.randn(2, 6, 3, 2, 8, generator=g, dtype=torch.float64)
+    out = []
+    for dt in (torch.float32, torch.float64):
+        xx, pp = x64.to(dt).requires_grad_(), psi.clone().requires_grad_()
+        for inverse in (False, True):
+            y = rotation.rotate_fast(pp, xx, inverse=inverse, n_rot=2)
+            (y.double() * w).sum().backward()
+        out.append((xx.grad.double(), pp.grad))
+    torch.testing.assert_close(out[0][0], out[1][0], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(out[0][1], out[1][1], rtol=1e-4, atol=1e-4)
+
+
+def test_bf16_input_matches_reference():
+    """bf16 activations (CUDA autocast): rotated in float32, cast back; gradients as the reference's."""
+    x, psi = _inputs((3, 2, 5))
+    grads = []
+    for f in (rotation.rotate_fast, _naive):
+        xb, p = x.to(torch.bfloat16).requires_grad_(), psi.clone().requires_grad_()
+        y = f(p, xb)
+        assert y.dtype == torch.bfloat16
+        (y.float() * torch.linspace(-1, 1, y.numel()).view_as(y)).sum().backward()
+        grads.append((y.detach(), xb.grad, p.grad))
+    assert torch.equal(grads[0][0], grads[1][0])
+    torch.testing.assert_close(grads[0][1], grads[1][1], rtol=1e-2, atol=1e-2)
+    torch.testing.assert_close(grads[0][2], grads[1][2], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["qk", "same", "independent"])
+def test_rotate_qkv_and_unrotate_output(mode, kernels):
+    g = torch.Generator().manual_seed(3)
+    B, L, H, d = 2, 7, 3, 6
+    qkv = torch.randn(B, L, 3 * H * d, generator=g)
+    psi = torch.randn(B, H, L, d // 2, generator=g, dtype=torch.float64)
+    psi_v = {"qk": None, "same": psi, "independent": torch.randn(B, H, L, d // 2, generator=g,
+                                                                 dtype=torch.float64)}[mode]
+    q, k, v, vstate = rotation.rotate_qkv(qkv, H, psi, psi_v)
+    rq, rk, rv = (t.view(B, L, H, d).transpose(1, 2) for t in qkv.split(H * d, dim=2))
+    assert torch.equal(q, _naive(psi, rq)) and torch.equal(k, _naive(psi, rk))
+    assert torch.equal(v, rv if psi_v is None else _naive(psi_v, rv))
+    assert (vstate is None) == (psi_v is None)
+    if vstate is not None:
+        y = torch.randn(B, H, L, d, generator=g)
+        ref = _naive(psi_v, y, inverse=True).transpose(1, 2).reshape(B, L, H * d)
+        assert torch.equal(rotation.unrotate_output(y, vstate), ref)
+
+
+@pytest.mark.parametrize("variant", ["rope", "random-qkv", "learned-qk", "learned-qkv"])
+def test_model_fast_path_equals_reference(variant, kernels, monkeypatch):
+    cfg = GPTConfig(variant=variant, n_layer=2, n_embd=32, n_head=2, block_size=16, vocab_size=64)
+    torch.manual_seed(0)
+    model = GPT(cfg)
+    with torch.no_grad():
+        for block in model.blocks:
+            if hasattr(block.attn, "angle_table"):
+                block.attn.angle_table.normal_(0.0, 0.5)
+    idx = torch.randint(0, 64, (3, 17), generator=torch.Generator().manual_seed(1))
+    res = []
+    for fast in (True, False):
+        monkeypatch.setattr(rotation, "USE_FAST", fast)
+        model.zero_grad()
+        _, loss = model(idx[:, :-1], idx[:, 1:], generator=torch.Generator().manual_seed(2))
+        loss.backward()
+        res.append((loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters()}))
+    assert torch.equal(res[0][0], res[1][0])  # forward bit-identical
+    for name, grad in res[0][1].items():
+        torch.testing.assert_close(grad, res[1][1][name], rtol=1e-5, atol=1e-6, msg=name)
+
+
+def test_accumulate_fast():
+    g = torch.Generator().manual_seed(4)
+    theta = torch.randn(2, 9, 3, generator=g, dtype=torch.float64)
+    assert torch.equal(rotation.accumulate_fast(theta), accumulate(theta))
+    theta.requires_grad_()
+    assert torch.autograd.gradcheck(lambda t: rotation.accumulate_fast(t), (theta,))
