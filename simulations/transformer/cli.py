@@ -99,7 +99,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         _check("variants", v, VARIANTS)
     res = compare(args.preset, variants, seeds=_seed_list("--seeds", args.seeds),
                   extra_seeds=_seed_list("--extra-seeds", args.extra_seeds), steps=args.steps, data=args.data,
-                  results_dir=args.results_dir, figure=args.figure)
+                  results_dir=args.results_dir, figure=args.figure, workers=args.workers)
     for r in res["verdicts"]["all"]["rows"]:
         print(f"  {r['row']}: {r['verdict']}")
     print(f"holds={res['holds']} (no paper row contradicted, author's metric at {res['verdicts']['all']['multiple']}x)")
@@ -173,6 +173,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help=f"comma-separated (default {','.join(MAIN_VARIANTS)})")
     c.add_argument("--seeds", default=None, help="seeds of rope, random-*, learned-* (default 0,1,2)")
     c.add_argument("--extra-seeds", default=None, help="seeds of the other variants (default 0)")
+    c.add_argument("--workers", type=int, default=1,
+                   help="(variant, seed) jobs run at once, one torch thread each (default 1; 2 on a 2-core machine)")
     c.add_argument("--steps", type=int, default=None)
     c.add_argument("--data", default=None)
     c.add_argument("--figure", default=None,

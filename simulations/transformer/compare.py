@@ -68,6 +68,24 @@ def _diffs(paths: dict[str, list[Path]], multiple: int, metric: str) -> dict[str
     return out
 
 
+def _job(preset: str, v: str, s: int, steps: int, data, path: str, device, progress: bool, threads: int | None):
+    """Train (resume) and evaluate one (variant, seed); runs in a worker process when ``workers`` > 1."""
+    import torch
+
+    if threads:
+        torch.set_num_threads(threads)
+    _, tcfg, ecfg = make_configs(v, preset, steps=steps, data=data)
+    corpus = load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)
+    t1 = time.time()
+    info = train(v, preset, steps=steps, seed=s, data=data, resume=True, ckpt=path, corpus=corpus,
+                 progress=progress, device=device)
+    t2 = time.time()
+    rows = evaluate_checkpoint(path, ecfg, corpus, 0, device)
+    for r in rows:
+        r["n_params"], r["seed"] = info["n_params"], s
+    return v, s, rows, {"train_s": round(t2 - t1, 1), "eval_s": round(time.time() - t2, 1)}
+
+
 def compare(
     preset: str = "cpu",
     variants: list[str] | None = None,
@@ -80,11 +98,13 @@ def compare(
     figure: str | os.PathLike | None = None,
     device: str | None = None,
     progress: bool = True,
+    workers: int = 1,
 ) -> dict:
     """Train missing checkpoints, evaluate all, decide the paper rows; write JSON + CSV + figure.
 
     ``seeds`` (default 0, 1, 2) apply to :data:`SEEDED_VARIANTS`; ``extra_seeds`` (default 0)
-    to the others.
+    to the others.  ``workers`` > 1 runs that many (variant, seed) jobs at once in separate
+    processes with one torch thread each (the cpu preset on 2 cores: ``workers=2``).
     """
     t0 = time.time()
     variants = list(variants or MAIN_VARIANTS)
@@ -95,25 +115,35 @@ def compare(
     extra_seeds = list(extra_seeds if extra_seeds is not None else [0])
     root, fig_path, canonical = output_paths(preset, results_dir, figure)
     _, tcfg, ecfg = make_configs(variants[0], preset, steps=steps, data=data)
-    corpus = load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)
+    corpus = load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)  # fail early on bad data
     per_seed: dict[str, dict[int, list[dict]]] = {}
     paths: dict[str, list[Path]] = {}
     timings: dict[str, dict[str, float]] = {}
-    for v in variants:
-        for s in (seeds if v in SEEDED_VARIANTS else extra_seeds):
-            path = checkpoint_path(preset, v, s, root)
-            t1 = time.time()
-            info = train(v, preset, steps=tcfg.steps, seed=s, data=data, resume=True, ckpt=path,
-                         corpus=corpus, progress=progress, device=device)
-            t2 = time.time()
-            rows = evaluate_checkpoint(path, ecfg, corpus, 0, device)
-            timings[f"{v}/s{s}"] = {"train_s": round(t2 - t1, 1), "eval_s": round(time.time() - t2, 1)}
-            for r in rows:
-                r["n_params"], r["seed"] = info["n_params"], s
-            per_seed.setdefault(v, {})[s] = rows
-            paths.setdefault(v, []).append(path)
-            print(f"[compare] {v} s{s}: ppl@1x={rows[0]['ppl']:.3f} author ratios "
-                  + " ".join(f"{r['multiple']}x:{r['ratio_all']:.2f}" for r in rows), flush=True)
+    if not isinstance(workers, int) or not 1 <= workers <= 64:
+        raise ValueError(f"workers={workers!r} must be an integer in [1, 64]")
+    jobs = [(v, s, checkpoint_path(preset, v, s, root)) for v in variants
+            for s in (seeds if v in SEEDED_VARIANTS else extra_seeds)]
+    for v, _s, path in jobs:
+        paths.setdefault(v, []).append(path)
+
+    def done(v, s, rows, t) -> None:
+        timings[f"{v}/s{s}"] = t
+        per_seed.setdefault(v, {})[s] = rows
+        print(f"[compare] {v} s{s}: ppl@1x={rows[0]['ppl']:.3f} author ratios "
+              + " ".join(f"{r['multiple']}x:{r['ratio_all']:.2f}" for r in rows), flush=True)
+
+    if workers == 1:
+        for v, s, path in jobs:
+            done(*_job(preset, v, s, tcfg.steps, data, str(path), device, progress, None))
+    else:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as ex:
+            futs = [ex.submit(_job, preset, v, s, tcfg.steps, data, str(path), device, False, 1) for v, s, path in jobs]
+            for f in as_completed(futs):
+                done(*f.result())
+    per_seed = {v: dict(sorted(per_seed[v].items())) for v in variants if v in per_seed}
     top = max(ecfg.multiples)
     verdicts = {m: paper_verdicts(_diffs(paths, top, m), top, seed=0) for m in METRICS}
     p = get_preset(preset)

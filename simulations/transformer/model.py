@@ -484,8 +484,11 @@ class CausalSelfAttention(nn.Module):
         # learned
         if idx is None:
             raise ValueError("idx is required for learned-angle variants")
-        theta = math.pi * torch.tanh(self.angle_table[idx].double()).view(*idx.shape, Hh, -1) - omega
-        psi = -accumulate(theta).permute(0, 2, 1, 3)
+        # θ for the whole vocabulary once (V rows, not B·L), then gathered; ψ = -Φ is left
+        # unreduced (cos/sin are taken in float64, exact enough for |Φ| ≲ 10⁶)
+        table = math.pi * torch.tanh(self.angle_table.double()) - omega.repeat(Hh)
+        theta = F.embedding(idx, table).view(*idx.shape, Hh, -1)
+        psi = -torch.cumsum(theta, dim=1).permute(0, 2, 1, 3)
         return psi, (psi if self.rotate_v else None)
 
     def householder(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -162,6 +162,14 @@ def test_compare_writes_contract(text_dir, tmp_path, capsys):
     assert res2["params"]["timings"]["rope/s0"]["train_s"] < 5
 
 
+def test_compare_with_two_workers_matches_one(text_dir, tmp_path):
+    """Jobs in worker processes (one thread each) give the same checkpoints and numbers as in-process."""
+    kw = dict(steps=3, data=str(text_dir), progress=False, device="cpu", seeds=[0], extra_seeds=[0])
+    one = compare("smoke", ["rope", "random-qk"], results_dir=tmp_path / "a", figure=tmp_path / "a.png", **kw)
+    two = compare("smoke", ["rope", "random-qk"], results_dir=tmp_path / "b", figure=tmp_path / "b.png", workers=2, **kw)
+    assert [r["estimate"] for r in one["rows"]] == [r["estimate"] for r in two["rows"]]
+
+
 def test_bench_smoke(tmp_path, capsys):
     from simulations.transformer import bench
 
