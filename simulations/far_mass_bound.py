@@ -12,10 +12,13 @@ reach 10⁹) and computes ``ρ_D = expit(LSE(far) − LSE(near))``:
 counter-based logits generated on the GPU and folded into a running log-sum-exp, so memory stays
 bounded for any ``M`` and the numbers equal the numpy backend's to rounding.
 
-The row's ``estimate`` is the smallest ``ρ_D`` seen; it is a computed number, not a sample mean,
-so its interval is the rounding interval of a blocked streamed sum (:func:`lse_rounding_tol`).
-Verdict: holds when no trial fell below the bound (beyond rounding) and the extreme configuration
-equals the bound to rounding.
+Rows: ``min over trials`` (the smallest ``ρ_D`` seen, a computed number: its interval is the rounding
+interval of a blocked streamed sum, :func:`lse_rounding_tol`) and each adversarial draw, against the
+*bound* (``bound``, ``bound_kind``); the extreme configuration against the *closed form* of ``ρ_D`` there
+(``theory``, which equals the bound: that is its tightness).
+Verdict: holds when no draw fell below the bound (beyond rounding) and the extreme configuration
+equals the closed form to rounding.  Mutants: the bound loosened ×½ (never crossed, but no longer
+attained), ``e^{λ}`` for ``e^{2λ}`` (crossed), logits reaching ``±1.05λ`` (crossed).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from stylized.farmass import (
     streamed_far_masses,
 )
 from stylized.montecarlo import check_positive_int, progress
-from stylized.registry import Check, Option, headline, register
+from stylized.registry import Check, Mutant, Option, headline, register
 
 from ._common import caption, new_figure, save_figure
 
@@ -70,27 +73,35 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
     rho_min = float(min(rand.min(), min((r["rho"] for r in adv_rows), default=np.inf)))
     below = int(np.sum(rand < bound * (1 - tol)) + sum(r["rho"] < bound * (1 - tol) for r in adv_rows))
     eq_ok = abs(equality - bound) <= tol * max(bound, 1e-300)
+    bkind = "lower bound M/(M+Ke^{2λ}) (any logits in [−λ, λ])"
+    corner = {"K": K, "M": M, "lam": lam, "variant": "extreme configuration (near +λ, far −λ)", "estimate": equality,
+              "ci_low": equality * (1 - tol), "ci_high": equality * (1 + tol), "n_samples": 1,
+              "theory": bound, "theory_kind": "closed form", "in_verdict": True, "agrees": bool(eq_ok),
+              "equality_rel_err": (equality - bound) / bound if bound else 0.0}
     row = {"K": K, "M": M, "lam": lam, "variant": "min over trials", "estimate": rho_min,
-           "ci_low": rho_min * (1 - tol), "ci_high": rho_min * (1 + tol), "theory": bound,
-           "n_samples": trials + adv, "equality": equality, "equality_rel_err": (equality - bound) / bound if bound else 0.0,
+           "ci_low": rho_min * (1 - tol), "ci_high": rho_min * (1 + tol), "theory": None, "bound": bound,
+           "bound_kind": bkind, "n_samples": trials + adv, "in_verdict": True, "agrees": below == 0,
            "random_min": float(rand.min()), "random_mean": float(rand.mean()), "random_max": float(rand.max()),
-           "n_below_bound": below}
-    rows = [row] + [{"K": K, "M": M, "lam": lam, "variant": f"adversarial δ=2^-{k}", "delta": r["delta"],
-                     "estimate": r["rho"], "ci_low": r["rho"] * (1 - tol), "ci_high": r["rho"] * (1 + tol),
-                     "theory": bound, "n_samples": 1, "gap": r["gap"]} for k, r in enumerate(adv_rows)]
+           "n_below_bound": below, "equality": equality, "equality_rel_err": corner["equality_rel_err"]}
+    rows = [row, corner] + [{"K": K, "M": M, "lam": lam, "variant": f"adversarial δ=2^-{k}", "delta": r["delta"],
+                             "estimate": r["rho"], "ci_low": r["rho"] * (1 - tol), "ci_high": r["rho"] * (1 + tol),
+                             "theory": None, "bound": bound, "bound_kind": bkind, "n_samples": 1, "gap": r["gap"],
+                             "in_verdict": True, "agrees": r["rho"] >= bound * (1 - tol)}
+                            for k, r in enumerate(adv_rows)]
     last = adv_rows[-1] if adv_rows else None
     verdict = (f"K={K}, M={M:,}, λ={lam:g}: bound M/(M+Ke^(2λ)) = {bound:.6g}. Smallest ρ_D over {trials} random "
                f"trials (logits U[−λ,λ]) = {rand.min():.6g} (mean {rand.mean():.6g}); over {adv} adversarial draws "
                f"pushed to the corner the gap ρ_D − bound fell to {last['gap']:.3g} at δ=2^-{adv - 1}" if last else
                f"K={K}, M={M:,}, λ={lam:g}: bound = {bound:.6g}; smallest of {trials} random trials = {rand.min():.6g}")
     verdict += (f"; {below} draws below the bound. Extreme configuration (near +λ, far −λ), streamed: "
-                f"ρ_D = {equality:.12g}, relative difference {row['equality_rel_err']:.2g} from the bound "
-                f"(rounding tolerance {tol:.1g}).")
+                f"ρ_D = {equality:.12g}, relative difference {row['equality_rel_err']:.2g} from the closed form "
+                f"M/(M+Ke^(2λ)) (rounding tolerance {tol:.1g}): the bound is {'attained' if eq_ok else 'NOT attained'}.")
     return {
         "holds": below == 0 and eq_ok,
         "rows": rows,
         "random_rho": rand.tolist(),
-        "headline": headline("min ρ_D over random + adversarial trials", row, verdict),
+        "headline": headline("min ρ_D over random + adversarial trials (≥ bound; = bound at the corner)", row, verdict,
+                             theory=None, bound=bound, bound_kind=bkind, theory_kind=None),
     }
 
 
@@ -101,7 +112,7 @@ def _bar(it, total, enabled):
 def plot(result: dict, outdir: Path) -> list[Path]:
     """Left: random-trial ρ_D against the bound; right: adversarial gap ρ_D − bound against δ (log-log)."""
     rows = result["rows"]
-    main, adv = rows[0], [r for r in rows[1:]]
+    main, adv = rows[0], [r for r in rows if str(r["variant"]).startswith("adversarial")]
     p = result["params"]
     fig, (a1, a2) = new_figure(ncols=2, width=6.0, height=4.4)
     rand = np.asarray(result["random_rho"])
@@ -109,7 +120,7 @@ def plot(result: dict, outdir: Path) -> list[Path]:
     if adv:
         a1.plot(np.full(len(adv), rand.size + 2), [r["estimate"] for r in adv], "s", ms=4, color="C3",
                 label="adversarial draws (δ → 0)")
-    a1.axhline(main["theory"], color="k", ls="--", lw=1.2, label="bound M/(M + K e^{2λ})")
+    a1.axhline(main["bound"], color="k", ls="--", lw=1.2, label="bound M/(M + K e^{2λ})")
     a1.plot([rand.size + 4], [main["equality"]], "*", ms=12, color="C2", label="extreme config (near +λ, far −λ)")
     a1.set_xlabel("trial index")
     a1.set_ylabel("far mass ρ_D")
@@ -126,15 +137,42 @@ def plot(result: dict, outdir: Path) -> list[Path]:
         a2.set_title("tightness: the gap closes at the corner")
         a2.legend(fontsize=8)
     caption(fig, f"K={p['K']}, M={p['M']:,} (streamed, never materialised), λ={p['lam']}; {p['trials']} random trials, "
-                 f"{p['adversarial']} adversarial draws, seed {p['seed']}; bound {main['theory']:.6g}, "
+                 f"{p['adversarial']} adversarial draws, seed {p['seed']}; bound {main['bound']:.6g}, "
                  f"extreme config rel. diff {main['equality_rel_err']:.1e}")
     return [save_figure(fig, outdir, NAME)]
+
+
+def _wrong_bound(factor: float = 1.0, exponent: float = 2.0):
+    """Theory mutant: ``factor · M/(M + K e^{exponent·λ})`` in place of the bound."""
+    from unittest import mock
+
+    from stylized import bounds
+
+    def wrong(K, M, lam):
+        return factor * bounds.far_mass_lower_bound(K, M, lam * exponent / 2.0)
+
+    return mock.patch(f"{__name__}.far_mass_lower_bound", wrong)
+
+
+def _logits_past_lambda(excess: float = 1.05):
+    """Model mutant: the adversarial draws reach ``±1.05 λ`` (logits not bounded by ``λ``)."""
+    from unittest import mock
+
+    from stylized import bounds, farmass
+
+    def wrong(K, M, lam, keys, backend="numba"):
+        rows = farmass.adversarial_search(K, M, lam * excess, keys, backend=backend)
+        b = bounds.far_mass_lower_bound(K, M, lam)
+        return [{**r, "gap": r["rho"] - b} for r in rows]
+
+    return mock.patch(f"{__name__}.adversarial_search", wrong)
 
 
 CHECK = register(Check(
     name=NAME,
     claim="C4",
-    statement="Under full softmax with |logits| ≤ λ, ρ_D ≥ M_L/(M_L + K e^{2λ}), with equality at near +λ, far −λ.",
+    statement="Under full softmax with |logits| ≤ λ, no random or adversarial draw gives ρ_D < M_L/(M_L + K e^{2λ}), "
+              "and the extreme configuration (near +λ, far −λ) attains it to rounding.",
     options=(
         Option("K", 16, "near sources K (≥ 0)", int),
         Option("M", 10**8, "far sources M_L (≥ 0, up to 10¹⁰; streamed)", int),
@@ -146,4 +184,13 @@ CHECK = register(Check(
     plot=plot,
     module="simulations.far_mass_bound",
     extra={"order": 0},
+    mutants=(
+        Mutant("bound-loosened-x2", "theory: the lower bound halved (M/(M+Ke^{2λ}) / 2): never crossed, but no longer "
+               "attained at the corner", patch=lambda: _wrong_bound(factor=0.5)),
+        Mutant("exponent-lambda", "theory: e^{λ} instead of e^{2λ} in the bound (too high: the corner falls below it)",
+               patch=lambda: _wrong_bound(exponent=1.0)),
+        Mutant("logits-exceed-lambda", "model: adversarial logits reach ±1.05λ (the bound's hypothesis |logits| ≤ λ "
+               "violated)", patch=lambda: _logits_past_lambda(1.05)),
+    ),
+    reduced={"M": 10**5, "trials": 8, "adversarial": 20},
 ))

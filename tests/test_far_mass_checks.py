@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from stylized.bounds import far_mass_lower_bound
+from stylized.falsify import run_reduced
 from stylized.registry import get_check
 from stylized.results import run_check
 
@@ -20,11 +21,14 @@ def test_far_mass_bound_small(tmp_results):
     check = get_check("far-mass-bound")
     r = run_check(check, {"K": 4, "M": 5000, "lam": 2.0, "trials": 5, "adversarial": 12}, seed=1, progress=False)
     assert r["holds"] is True
-    row = r["rows"][0]
-    assert row["theory"] == pytest.approx(far_mass_lower_bound(4, 5000, 2.0))
-    assert row["estimate"] >= row["theory"]
-    assert row["equality"] == pytest.approx(row["theory"], rel=1e-12)
-    gaps = [x["gap"] for x in r["rows"][1:]]
+    bound = far_mass_lower_bound(4, 5000, 2.0)
+    row, corner, adv = r["rows"][0], r["rows"][1], r["rows"][2:]
+    # the bound is a bound (its own column), the corner's value a closed form (equal to the bound: tightness)
+    assert row["theory"] is None and row["bound"] == pytest.approx(bound) and "lower bound" in row["bound_kind"]
+    assert row["estimate"] >= row["bound"]
+    assert corner["theory_kind"] == "closed form" and corner["estimate"] == pytest.approx(corner["theory"], rel=1e-12)
+    assert r["headline"]["theory"] is None and r["headline"]["bound"] == pytest.approx(bound)
+    gaps = [x["gap"] for x in adv]
     # 11 halvings of δ: the gap (∝ δ for small δ) must shrink by ≥ 100× (ideal ≈ 2048×)
     assert min(gaps) >= 0 and gaps[-1] < 1e-2 * gaps[0]
     paths = check.plot(r, tmp_results / "figures")
@@ -42,15 +46,46 @@ def test_far_mass_bound_numpy_backend_matches(tmp_results):
 def test_far_mass_growth_small(tmp_results):
     check = get_check("far-mass-growth")
     r = run_check(check, SMALL_GROWTH, seed=0, progress=False)
+    assert r["holds"] is True
     rows = {(x["control"], x["L"]): x for x in r["rows"] if x.get("quantity") != "L_1/2"}
     none = [rows[("none", L)]["estimate"] for L in SMALL_GROWTH["L"]]
     assert none == sorted(none)  # grows with L
-    assert all(rows[("none", L)]["trial_min"] >= rows[("none", L)]["theory"] for L in SMALL_GROWTH["L"])
-    assert all(rows[("alibi", L)]["trial_max"] <= rows[("alibi", L)]["theory"] for L in SMALL_GROWTH["L"])
+    for L in SMALL_GROWTH["L"]:
+        assert rows[("none", L)]["trial_min"] >= rows[("none", L)]["bound"]  # bounds in the bound column
+        assert rows[("alibi", L)]["trial_max"] <= rows[("alibi", L)]["bound"]
+        assert rows[("none", L)]["theory_kind"] == "closed form" and rows[("forget-gate", L)]["theory_kind"] == "approximation"
+        assert rows[("contraction", L)]["theory"] is None and not rows[("contraction", L)]["in_verdict"]
+        for c in ("none", "alibi", "log-scaling", "forget-gate"):  # predictions inside the joint intervals
+            x = rows[(c, L)]
+            assert x["agrees"] and x["ci_joint_low"] <= x["ci_low"] <= x["ci_high"] <= x["ci_joint_high"]
     assert r["violations"]["none"] == 0 and r["violations"]["alibi"] == 0
-    assert len([x for x in r["rows"] if x.get("quantity") == "L_1/2"]) == 2
+    assert all(b["ok"] for b in r["bounded"].values() if b["tested"])
+    hz = [x for x in r["rows"] if x.get("quantity") == "L_1/2"]
+    assert len(hz) == 2 and all(h["agrees"] and h["theory_kind"] == "approximation" for h in hz)
+    assert r["headline"]["theory_kind"] == "closed form"
     paths = check.plot(r, tmp_results / "figures")
     assert len(paths) == 3 and all(p.exists() for p in paths)
+
+
+@pytest.mark.parametrize("name,mutant", [("far-mass-growth", "near-untransported"), ("far-mass-growth", "alibi-removed"),
+                                         ("transfer", "far-mgf-3pct"), ("far-mass-bound", "exponent-lambda")])
+def test_a_mutant_flips_its_check(name, mutant):
+    """One theory or model mutant per check, at the reduced sizes (the full table: tests/test_mutants.py)."""
+    check = get_check(name)
+    m = next(x for x in check.mutants if x.name == mutant)
+    assert run_reduced(check, seed=1)["holds"] is True
+    assert run_reduced(check, seed=1, mutant=m)["holds"] is False
+
+
+def test_transfer_predicts_the_normaliser_not_the_pattern():
+    r = run_check(get_check("transfer"), {"L": [256, 4096], "trials": 200}, seed=3, progress=False)
+    assert r["holds"] is True
+    q = {(x["L"], x["quantity"]): x for x in r["rows"]}
+    # the absolute target weight falls with L as predicted; the renormalised one has one L-free prediction
+    assert q[(4096, "near_target_absolute")]["theory"] < 0.2 * q[(256, "near_target_absolute")]["theory"]
+    assert q[(256, "near_target")]["theory"] == q[(4096, "near_target")]["theory"]
+    assert all(x["in_verdict"] == (x["theory"] is not None) for x in r["rows"])
+    assert {x["theory_kind"] for x in r["rows"] if x["theory"] is not None} == {"approximation"}  # SO(2) target
 
 
 @pytest.mark.parametrize("bad,flag", [({"lam": -1.0}, "lam"), ({"L": [4]}, "L must"), ({"control": ["nope"]}, "control"),

@@ -1,0 +1,238 @@
+"""Predicted far mass ``E[ρ_D(L)]``, absolute near weights and the horizon, from the model's laws alone.
+
+No Monte Carlo sample of the check enters: with near sum ``N`` and far sum ``F`` independent,
+``E[ρ_D] = E[F/(F+N)] = ∫_0^∞ E[F e^{−σF}] E[e^{−σN}] dσ`` (:func:`stylized.weight_laws.laplace_ratio_mean`),
+the expectation of the ratio, not the ratio of expectations.  The Laplace transforms come from
+:mod:`stylized.weight_laws`: the far law in closed form (``μ``) and by quadrature, the near window from the
+transport chain (or the target's exact moments).  Controls enter as factors ``c_n`` on the weight at
+route length ``n``: 1 (none), ``e^{−mn}`` (ALiBi), ``λ → λ ln L/ln L_train`` (log-scaling, every logit),
+``E e^{G_n} = φ^n`` (forget gate: *approximation*, the random gate factors replaced by their means).
+
+:func:`wald_horizon`: mean first ``L`` with far sum ≥ near sum, by Wald's identity.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .families import StepFamily
+from .weight_laws import (
+    FarLaw,
+    IsotropicChain,
+    far_laplace_sum,
+    laplace_ratio_mean,
+    near_chain,
+    sigma_grid,
+    so2_overlap_mgf,
+)
+
+__all__ = ["wald_horizon", "forget_gate_mean", "control_factor", "control_lambda", "mean_near_sum", "predict_growth",
+           "ratio_of_means", "horizon_crossing", "predict_transfer"]
+
+
+# ---------------------------------------------------------------------------------------
+# horizon and the forget gate's mean factors
+# ---------------------------------------------------------------------------------------
+def wald_horizon(mean_near: float, far: FarLaw, D: int) -> tuple[float, float]:
+    """Mean first context length ``L*`` at which the far sum reaches the near sum ``N``.
+
+    Wald's identity for ``τ = min{k : X_1 + … + X_k ≥ N}`` (``N`` independent of the ``X``):
+    ``E τ = (E N + E[overshoot]) / μ``, ``L* = D + τ``.  The mean overshoot is taken at its renewal limit
+    ``E X²/(2μ)``.  Returns ``(D + (E N + E X²/(2μ))/μ, D + E N/μ)``: the prediction and the ratio-of-means
+    horizon ``L_{1/2}`` where ``(L − D)μ = E N``.
+    """
+    mu = far.mean
+    return D + (mean_near + far.second_moment / (2 * mu)) / mu, D + mean_near / mu
+
+
+def forget_gate_mean(gate: float, sd: float) -> float:
+    """``φ = E σ(g)``, ``g ~ N(gate, sd²)`` (Gauss–Hermite, 80 nodes): ``E e^{G_n} = φ^n``."""
+    x, w = np.polynomial.hermite_e.hermegauss(80)
+    return float(np.sum(w / (1.0 + np.exp(-(gate + sd * x)))) / math.sqrt(2 * math.pi))
+
+
+# ---------------------------------------------------------------------------------------
+# the growth model's predicted ρ_D(L) per control
+# ---------------------------------------------------------------------------------------
+def _far_terms(far: FarLaw, c_of_n, D: int, Ls: np.ndarray, sig: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """``log E e^{−σF(L)}`` and ``E[F e^{−σF}]/E e^{−σF}`` for ``F(L) = Σ_{D≤n<L} c_n X_n`` at every ``L``.
+
+    ``c_of_n=None``: ``c_n = 1`` (closed in ``M = L − D``).  Else ``c_n = r^n`` geometric: explicit terms while
+    ``c_n σ_max e^λ > 10⁻³``, then the tail to second order in ``σ c_n`` (geometric sums).
+    """
+    M = (Ls - D).astype(float)[:, None]
+    if c_of_n is None:
+        lp, tl = far.laplace_pair(sig)
+        return M * lp[None, :], M * tl[None, :]
+    r = float(c_of_n)
+    n_cut = int(min(Ls.max(), D + max(1, math.ceil(math.log(1e-3 / (sig.max() * math.exp(lam) * far.scale)) / math.log(r)))))
+    n = np.arange(D, n_cut)
+    lp, tl = far_laplace_sum(far, r**n, sig)
+    mu, m2 = far.mean, far.second_moment
+    out_lp, out_tl = np.empty((Ls.size, sig.size)), np.empty((Ls.size, sig.size))
+    for k, L in enumerate(Ls):
+        if L <= n_cut:
+            out_lp[k], out_tl[k] = lp[L - D - 1], tl[L - D - 1]
+            continue
+        g1 = r**n_cut * -np.expm1((L - n_cut) * math.log(r)) / (1 - r)  # Σ_{n_cut ≤ n < L} r^n
+        g2 = r ** (2 * n_cut) * -np.expm1(2 * (L - n_cut) * math.log(r)) / (1 - r * r)
+        out_lp[k] = lp[-1] - sig * mu * g1 + 0.5 * sig**2 * m2 * g2
+        out_tl[k] = tl[-1] + mu * g1 - sig * (m2 - mu * mu) * g2
+    return out_lp, out_tl
+
+
+def control_factor(model, control: str) -> float | None:
+    """Geometric weight factor ``r`` of a control (``c_n = r^n``), ``None`` for ``c_n = 1``."""
+    if control == "alibi":
+        return math.exp(-model.m)
+    if control == "forget-gate":
+        return forget_gate_mean(model.gate, model.gate_sd)
+    return None
+
+
+def control_lambda(model, control: str, L: int) -> float:
+    """The logit scale at context length ``L``: ``λ ln L/ln L_train`` under log-scaling, else ``λ``."""
+    return model.lam * math.log(L) / math.log(model.L_train) if control == "log-scaling" else model.lam
+
+
+def mean_near_sum(model, lam: float, r: float | None, chain, far: FarLaw) -> float:
+    """``E N = Σ_{n<D} c_n E e^{λ t_n}`` (aligned keys) or ``c_0 e^λ + Σ_{0<n<D} c_n μ`` (target only)."""
+    D = model.D
+    c = np.ones(D) if r is None else r ** np.arange(D, dtype=float)
+    per = chain.mgf(lam, D) if model.near == "all" else np.r_[math.exp(lam), np.full(D - 1, far.mean)]
+    return float(c @ per)
+
+
+def predict_growth(model, Ls, controls, far_law=FarLaw, chain=None, h: float = 0.1) -> dict:
+    """Predicted ``E[ρ_D(L)]`` per control (``none``, ``alibi``, ``log-scaling``, ``forget-gate``) at every ``L``.
+
+    ``model``: a :class:`stylized.farmass.GrowthModel`.  ``far_law(lam, d)`` builds the far law and ``chain``
+    is the near chain (default :func:`stylized.weight_laws.near_chain`); both are parameters so that a mutation
+    test can hand in wrong ones.  Returns ``{control: (values over Ls, kind)}`` with ``kind`` ``"closed
+    form"`` (Laplace transforms by quadrature), ``"approximation"`` (forget gate: the gate factors
+    ``e^{G_n}`` replaced by their means ``φ^n``; error ≈ 0.5% of ρ_D in tests) or ``"simulated reference"``
+    (near chain simulated: SO(2) blocks with aligned near keys).
+    """
+    Ls = np.asarray(Ls, dtype=np.int64)
+    D, d = model.D, model.family.d
+    kind0 = "closed form"
+    if model.near == "all" and chain is None:
+        chain, kind0 = near_chain(model.family, D)
+    out = {}
+    for c in controls:
+        if c == "contraction":
+            continue
+        r = control_factor(model, c)
+        groups = [(Ls, model.lam)] if c != "log-scaling" else [(Ls[j:j + 1], control_lambda(model, c, int(L)))
+                                                                for j, L in enumerate(Ls)]
+        vals = []
+        for sel, lm in groups:
+            far = far_law(lm, d)
+            cn = np.ones(D) if r is None else r ** np.arange(D, dtype=float)
+            top = mean_near_sum(model, lm, r, chain, far) + far.mean * float(sel.max() - D)
+            sig, hh = sigma_grid(1e-10 / top, 40.0 * math.exp(-lm), h)
+            if model.near == "target":
+                lpn = -sig * math.exp(lm) + far.log_laplace(np.outer(cn[1:], sig)).sum(axis=0)
+            else:
+                lpn = chain.log_laplace(lm, cn, sig)
+            lpf, tlf = _far_terms(far, r, D, sel, sig, lm)
+            vals.append(laplace_ratio_mean(lpf, tlf, lpn[None, :], sig, hh))
+        kind = "approximation" if c == "forget-gate" else (kind0 if model.near == "all" else "closed form")
+        out[c] = (np.concatenate(vals), kind)
+    return out
+
+
+def ratio_of_means(model, Ls, control: str, far_law=FarLaw, chain=None) -> np.ndarray:
+    """``E F / (E F + E N)`` per ``L``: the ratio of expectations, for comparison with ``E[F/(F+N)]`` (the prediction).
+
+    Their difference is the Jensen gap of the ratio; it vanishes where one sum dominates (small and large ``L``).
+    """
+    Ls = np.asarray(Ls, dtype=np.int64)
+    if model.near == "all" and chain is None:
+        chain = near_chain(model.family, model.D)[0]
+    r, out = control_factor(model, control), np.empty(Ls.size)
+    for k, L in enumerate(Ls):
+        lm = control_lambda(model, control, int(L))
+        far = far_law(lm, model.family.d)
+        EF = far.mean * ((L - model.D) if r is None else r**model.D * -math.expm1((L - model.D) * math.log(r)) / (1 - r))
+        out[k] = EF / (EF + mean_near_sum(model, lm, r, chain, far))
+    return out
+
+
+def horizon_crossing(model, far_law=FarLaw, chain=None, h: float = 0.1) -> float:
+    """The context length ``L_{1/2}`` where the predicted ``E[ρ_D(L)]`` without control equals ½ (real ``L``).
+
+    Bisection in ``ln M`` on the exact Laplace form (``M = L − D`` far keys).
+    """
+    D = model.D
+    if model.near == "all" and chain is None:
+        chain = near_chain(model.family, D)[0]
+    far = far_law(model.lam, model.family.d)
+    EN = mean_near_sum(model, model.lam, None, chain, far)
+    sig, hh = sigma_grid(1e-12 / EN, 40.0 * math.exp(-model.lam), h)
+    lpn = chain.log_laplace(model.lam, np.ones(D), sig) if model.near == "all" else \
+        -sig * math.exp(model.lam) + (D - 1) * far.log_laplace(sig)
+    lp1, tl1 = far.laplace_pair(sig)
+
+    def rho(M):
+        return float(laplace_ratio_mean(M * lp1, M * tl1, lpn, sig, hh))
+
+    lo, hi = 1.0, 4.0 * EN / far.mean + 10.0
+    while rho(hi) < 0.5:
+        hi *= 2
+    for _ in range(60):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if rho(mid) < 0.5 else (lo, mid)
+    return D + math.sqrt(lo * hi)
+
+
+# ---------------------------------------------------------------------------------------
+# the transfer model: one planted target among uniform keys
+# ---------------------------------------------------------------------------------------
+def _target_laplace(family: StepFamily, lam: float, n: int, sig: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:
+    """For the planted target ``Y = e^{λ qᵀP_n q}``: ``log E e^{−σY}``, ``E[Y e^{−σY}]/E e^{−σY}`` and the kind.
+
+    ``n = 0``: ``Y = e^λ``.  Isotropic families: the chain operator (closed form by quadrature).  SO(2):
+    third-order cumulant closure ``log E e^{−σY} ≈ −σκ₁ + σ²κ₂/2 − σ³κ₃/6`` from the exact moments
+    ``E Y^k = E e^{kλ qᵀP_n q}`` (:func:`so2_overlap_mgf`), capped by ``−σ e^{−λ}`` (``Y ≥ e^{−λ}``) where
+    ``σ`` is so large that the cap binds ("approximation").
+    """
+    if n == 0:
+        return -sig * math.exp(lam), np.full(sig.size, math.exp(lam)), "closed form"
+    if IsotropicChain.supports(family):
+        lp, tl = IsotropicChain(family).laplace_at(lam, n, sig)
+        return lp, tl, "closed form"
+    m1, m2, m3 = (so2_overlap_mgf(family, n, k * lam, q) for k in (1, 2, 3))
+    k1, k2, k3 = m1, m2 - m1 * m1, m3 - 3 * m1 * m2 + 2 * m1**3
+    lp = -sig * k1 + sig**2 * k2 / 2 - sig**3 * k3 / 6
+    tl = k1 - sig * k2 + sig**2 * k3 / 2
+    cap = lp > -sig * math.exp(-lam)
+    return np.where(cap, -sig * math.exp(-lam), lp), np.where(cap, math.exp(-lam), tl), "approximation"
+
+
+def predict_transfer(family: StepFamily, lam: float, D: int, target_n: int, Ls, q: np.ndarray,
+                     far_law=FarLaw, h: float = 0.1) -> dict:
+    """Predicted means of the transfer model (target ``k = q`` at route length ``target_n``, other keys uniform).
+
+    Near sum ``N = Y + R`` (``Y`` the target's weight, ``R`` the ``D − 1`` uniform near keys), far sum ``F``
+    (``L − D`` uniform keys).  Returns ``rho`` (``E[F/(F+N)]`` per ``L``), ``alpha_target`` (``E[Y/(F+N)]``
+    per ``L``: the absolute near weight, which depends on ``L`` through the normaliser), ``alpha_renorm``
+    (``E[Y/N]``, the renormalised near weight: no ``L`` in it), ``mean_near`` (``E N``) and ``kind``.
+    """
+    Ls = np.asarray(Ls, dtype=np.int64)
+    far = far_law(lam, family.d)
+    y_mean = math.exp(lam) if target_n == 0 else (
+        IsotropicChain(family).mgf(lam, target_n + 1)[target_n] if IsotropicChain.supports(family)
+        else so2_overlap_mgf(family, target_n, lam, q))
+    mean_near = y_mean + (D - 1) * far.mean
+    sig, hh = sigma_grid(1e-10 / (mean_near + far.mean * float(Ls.max() - D)), 40.0 * math.exp(lam) / D, h)
+    lpy, tly, kind = _target_laplace(family, lam, target_n, sig, q)
+    lp1, tl1 = far.laplace_pair(sig)
+    lpr = (D - 1) * lp1
+    M = (Ls - D).astype(float)[:, None]
+    rho = laplace_ratio_mean(M * lp1, M * tl1, (lpr + lpy)[None, :], sig, hh)
+    alpha = laplace_ratio_mean(M * lp1 + lpr, np.broadcast_to(tly, (Ls.size, sig.size)), lpy[None, :], sig, hh)
+    renorm = float(laplace_ratio_mean(lpr, tly, lpy, sig, hh))
+    return {"rho": rho, "alpha_target": alpha, "alpha_renorm": renorm, "mean_near": mean_near, "kind": kind}
