@@ -166,8 +166,9 @@ register(Check(
     statement="Same far values and weights, transported by the keys' route (same) or by an independent stream "
               "(the author's QKV): the independent stream equals the plug-in ᾱᵀCᾱ of its weights (exact value "
               "with equal weights); the paired contrast Δ = ||F_same||² − ||F_indep||² is 0 when the weights are "
-              "independent of the steps, and with keys = b̂ it is positive and its fitted M → ∞ limit equals the "
-              "tilt floor Σ_p w_p(I_1(λw_p)/I_0(λw_p))² (SO(2)); both stay below half of QK at the largest M.",
+              "independent of the steps, and with keys = b̂ it is positive at the largest M (exact value for Haar steps; "
+              "for SO(2) only its M → ∞ limit, the tilt floor Σ_p w_p(I_1(λw_p)/I_0(λw_p))², is known: reported, "
+              "not tested); both stay below half of QK at the largest M.",
     options=family_options("so2-uniform", 64) + (
         Option("M", [4, 16, 64, 256, 1024], "far counts M (comma list)", int_list), OPT_D,
         with_default((OPT_W,), weights="softmax")[0], OPT_LAM, with_default((OPT_KA,), key_align=1.0)[0], OPT_NOISE,
