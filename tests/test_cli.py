@@ -68,9 +68,14 @@ def test_python_m_and_console_script_agree():
 
 
 def test_save_and_figure_from_saved_result(tmp_results):
+    """A non-default --save is exploratory: it goes under results/runs/, never over the paper's result."""
     assert main(["check", "mixing", "--family", "haar,householder", "--d", "8", "--n", "0,1,4", "--trials", "200",
                  "--save", "--json", "--no-progress"]) == 0
-    assert (tmp_results / "results" / "mixing.json").exists()
-    assert (tmp_results / "results" / "mixing.csv").read_text().startswith("family,n,estimate")
-    assert main(["figures", "mixing"]) == 0
-    assert (tmp_results / "figures" / "mixing.png").stat().st_size > 10_000
+    assert not (tmp_results / "results" / "mixing.json").exists()
+    (run,) = (tmp_results / "results" / "runs").glob("mixing-*")
+    assert (run / "mixing.csv").read_text().startswith("family,n,estimate")
+    from stylized.registry import get_check
+    from stylized.results import load_result
+
+    (png,) = get_check("mixing").plot(load_result("mixing", run), tmp_results / "figures")
+    assert png.stat().st_size > 10_000
