@@ -188,6 +188,10 @@ def _bridge_section(directory: Path) -> list[str]:
         r = json.loads(path.read_text())
         preset = r.get("params", {}).get("preset", path.stem.removeprefix("bridge_"))
         lines += ["", f"## Bridge — stylized prediction vs trained transformers ({preset})", "",
+                  "**Stale:** computed on the C6 checkpoints before the faithful retraining (angle tables and random "
+                  "streams shared by the heads, table lr ×0.1, evaluation to 64×); the checkpoints it describes are "
+                  "gone. The bridge is to be rebuilt on the new checkpoints with a predictor that sees only "
+                  "L ≤ L_train (open issue).", "",
                   f"Command: `stylized transformer predict --preset {preset}`; figure `figures/transformer_bridge.png`; "
                   f"rows `simulations/results/transformer/{path.stem}.csv`.", "", r.get("summary", ""), ""]
     for path in sorted((directory / "transformer").glob("*_combined.json")):
@@ -195,6 +199,8 @@ def _bridge_section(directory: Path) -> list[str]:
         g = r.get("goal", {})
         preset = r.get("params", {}).get("preset", path.stem.removesuffix("_combined"))
         lines += ["", f"## Rotation + far-mass control ({preset})", "",
+                  "**Stale:** trained before the faithful C6 settings (shared tables, table lr ×0.1); to be redone "
+                  "with the bridge (open issue).", "",
                   f"Command: `stylized transformer combined --preset {preset}`. Goal: PPL ratio ≤ {g.get('target_ratio')} "
                   f"at {g.get('multiple')}× with PPL(L_train) no worse than the best rotation-only variant "
                   f"({g.get('best_rotation_only')}, {fmt(g.get('best_rotation_only_ppl_1x'), 3)}): "

@@ -120,7 +120,7 @@ def cmd_lr_sweep(args: argparse.Namespace) -> int:
             raise ValueError(f"--mults={args.mults!r} must be a comma-separated list of numbers > 0") from None
         if not mults or min(mults) <= 0:
             raise ValueError(f"--mults={args.mults!r} must be a comma-separated list of numbers > 0")
-    res = run_sweep(mults)
+    res = run_sweep(mults, workers=args.workers)
     canonical = tuple(mults) == MULTS
     from .compare import FIGURES_DIR
 
@@ -184,6 +184,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     s = sub.add_parser("lr-sweep", help="the learned tables' lr multiplier: sweep and the in-distribution rule (cpu)")
     s.add_argument("--mults", default=None, help="comma-separated multipliers (default 1,3,10,30)")
     s.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    s.add_argument("--workers", type=int, default=1, help="runs at once, one torch thread each (default 1)")
     s.set_defaults(func=_guard(cmd_lr_sweep))
 
     from .bridge import add_parsers as add_bridge_parsers

@@ -39,7 +39,23 @@ ACTIVE_MOVE_RAD = 0.1
 
 
 def sweep_checkpoint(variant: str, mult: float, seed: int = 0, root: Path | None = None) -> Path:
+    """The sweep's checkpoint; at the preset's own multiplier it is the comparison's checkpoint (same run)."""
+    from .train import CPU_ANGLE_LR_MULT, checkpoint_path
+
+    if mult == CPU_ANGLE_LR_MULT:
+        return checkpoint_path("cpu", variant, seed, root)
     return Path(root or RESULTS_DIR) / "checkpoints" / "cpu-lr-sweep" / f"{variant}-x{mult:g}-s{seed}.pt"
+
+
+def _train_eval(v: str, m: float, seed: int, path: str, progress: bool, threads: int | None) -> list[dict]:
+    """Train (resume) and evaluate one (variant, multiplier); runs in a worker process when ``workers`` > 1."""
+    if threads:
+        torch.set_num_threads(threads)
+    _, tcfg, ecfg = make_configs(v, "cpu")
+    corpus = load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)
+    train(v, "cpu", seed=seed, resume=True, ckpt=path, corpus=corpus, progress=progress, device="cpu",
+          angle_lr_mult=float(m))
+    return evaluate_checkpoint(path, ecfg, corpus, 0, "cpu")
 
 
 def table_activity(model: GPT, token_probs: np.ndarray, L_train: int, eps: float = WINDOW_EPS) -> dict:
@@ -97,30 +113,38 @@ def choose(rows: list[dict], variant: str = "learned-qk") -> float | None:
 
 
 def run_sweep(mults=MULTS, variants=SWEEP_VARIANTS, seed: int = 0, root: Path | None = None,
-              progress: bool = True) -> dict:
-    """Train (what is missing) and evaluate every (variant, multiplier); return the sweep result."""
+              progress: bool = True, workers: int = 1) -> dict:
+    """Train (what is missing) and evaluate every (variant, multiplier); return the sweep result.
+
+    ``workers`` > 1 trains and evaluates that many (variant, multiplier) runs at once in
+    separate processes, one torch thread each.
+    """
     _, tcfg, ecfg = make_configs("learned-qk", "cpu")
     corpus = load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)
     counts = np.bincount(corpus.train, minlength=256).astype(float)
     probs = counts / counts.sum()
-    rows = []
-    for v in variants:
-        for m in mults:
-            path = sweep_checkpoint(v, m, seed, root)
-            train(v, "cpu", seed=seed, resume=True, ckpt=path, corpus=corpus, progress=progress,
-                  device="cpu", angle_lr_mult=float(m))
-            ev = evaluate_checkpoint(path, ecfg, corpus, 0, "cpu")
-            from .train import load_model
+    jobs = [(v, m, str(sweep_checkpoint(v, m, seed, root))) for v in variants for m in mults]
+    if workers > 1:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
 
-            model, _ = load_model(path, "cpu")
-            act = table_activity(model, probs[: model.config.vocab_size], model.config.block_size)
-            loss, lo, hi = validation_loss(model, corpus.val)
-            rows.append({"variant": v, "mult": m, "seed": seed, "val_loss": loss, "val_ci_low": lo, "val_ci_high": hi,
-                         "ppl": math.exp(loss), **act,
-                         "active": act["move_mean_rad"] >= ACTIVE_MOVE_RAD and act["planes_mixing"] > 0,
-                         "lr_budget": sum(_lr_sum(tcfg)) * m,
-                         "curve_all": {r["multiple"]: r["ratio_all"] for r in ev},
-                         "curve_target": {r["multiple"]: r["ratio"] for r in ev}})
+        with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as ex:
+            evals = list(ex.map(_train_eval, *zip(*[(v, m, seed, p, False, 1) for v, m, p in jobs])))
+    else:
+        evals = [_train_eval(v, m, seed, p, progress, None) for v, m, p in jobs]
+    from .train import load_model
+
+    rows = []
+    for (v, m, path), ev in zip(jobs, evals):
+        model, _ = load_model(path, "cpu")
+        act = table_activity(model, probs[: model.config.vocab_size], model.config.block_size)
+        loss, lo, hi = validation_loss(model, corpus.val)
+        rows.append({"variant": v, "mult": m, "seed": seed, "val_loss": loss, "val_ci_low": lo, "val_ci_high": hi,
+                     "ppl": math.exp(loss), **act,
+                     "active": act["move_mean_rad"] >= ACTIVE_MOVE_RAD and act["planes_mixing"] > 0,
+                     "lr_budget": sum(_lr_sum(tcfg)) * m,
+                     "curve_all": {r["multiple"]: r["ratio_all"] for r in ev},
+                     "curve_target": {r["multiple"]: r["ratio"] for r in ev}})
     chosen = choose(rows)
     return {"claim": "transformer-lr-sweep", "rule": __doc__.split("**Rule")[1].split("\n\n")[0].strip(" *:()"),
             "rows": rows, "chosen": chosen, "author_budget": 62.5}

@@ -77,6 +77,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import learned_rotation as _learned
 from . import rotation as _rotation
 
 
@@ -485,10 +486,13 @@ class CausalSelfAttention(nn.Module):
         if idx is None:
             raise ValueError("idx is required for learned-angle variants")
         # θ for the whole vocabulary once (V rows, not B·L), then gathered; ψ = -Φ is left
-        # unreduced (cos/sin are taken in float64, exact enough for |Φ| ≲ 10⁶)
-        table = math.pi * torch.tanh(self.angle_table.double()) - omega.repeat(Hh)
-        theta = F.embedding(idx, table).view(*idx.shape, Hh, -1)
-        psi = -torch.cumsum(theta, dim=1).permute(0, 2, 1, 3)
+        # unreduced (cos/sin are taken in float64, exact enough for |Φ| ≲ 10⁶).  Fast path:
+        # fused Numba kernels with closed-form backward, ψ's gradient routed to E inside the
+        # rotation's backward; naive reference: plain autograd (learned_rotation.py)
+        if _rotation.USE_FAST:
+            psi = _learned.learned_angles(self.angle_table, idx, omega, Hh)
+        else:
+            psi = _learned.learned_angles_reference(self.angle_table, idx, omega, Hh)
         return psi, (psi if self.rotate_v else None)
 
     def householder(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

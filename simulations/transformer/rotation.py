@@ -15,7 +15,9 @@ Backward, with upstream gradient g = [g₁, g₂]:
 * ∂L/∂ψ = (−x₁ sin ψ − x₂ cos ψ) g₁ + (x₁ cos ψ − x₂ sin ψ) g₂, which (R commutes with the
   plane's quarter turn) equals x₁ (∂L/∂x)₂ − x₂ (∂L/∂x)₁: two products on tensors the backward
   has anyway.  It is summed over the dimensions along which ψ was broadcast (the Q/K/V slot,
-  the batch for RoPE, the heads for shared angles).
+  the batch for RoPE, the heads for shared angles).  The fused CPU kernel uses the equal form
+  y₁g₂ − y₂g₁ (∂y/∂ψ = [−y₂, y₁]) on the saved output y, contiguous and already kept alive by
+  SDPA / ``c_proj``, so x need not be saved.
 
 The inverse rotation R(−ψ) (the ``-qkv`` output at the query) has sin → −sin and −∂L/∂ψ.
 
@@ -27,9 +29,11 @@ per layer, the inverse rotation of the output writes the [B, L, H, d] layout ``c
 (:func:`unrotate_output`, no ``contiguous()`` copy), and on CPU in float32 forward and backward
 are single fused passes (Numba, :mod:`.rotation_kernels`; elsewhere, e.g. CUDA or bf16, a few
 PyTorch kernels).  Measured (CPU time per step, interleaved medians): learned-qkv / rope 1.51 with
-the reference, 1.18 with this path, 1.09 with the angles ψ given (what remains is
-``CausalSelfAttention.angles``: the float64 tanh / cumsum / remainder over [B, L, H, d/2] and
-their autograd backward, about 1.1 ms per layer).
+the reference, 1.18 with this path, 1.09 with the angles ψ given.  The learned angles' own cost
+(float64 tanh / gather / cumsum over [B, L, H, d/2] and its autograd backward) is taken by
+:mod:`.learned_rotation`: ψ from one Numba pass, and, when ψ carries its ``LearnedSource``,
+:func:`rotate_qkv` / :func:`unrotate_output` rotate through ``LearnedRotation``, whose backward
+turns ∂L/∂ψ into ∂L/∂E in place (learned-qkv / rope ≈ 1.08).
 
 The forward is bit-identical to the reference: the same float64 cos/sin rounded to float32,
 the same float32 products (x₂·(−s) = −(x₂s) exactly, addition commutes), float32 arithmetic
@@ -63,9 +67,10 @@ def _use_kernels(x: torch.Tensor, cos: torch.Tensor) -> bool:
     """The fused CPU kernels apply: float32 on CPU, x of the full (un-broadcast) shape, ≤ 5-D."""
     if not (USE_KERNELS and x.device.type == "cpu" and x.dtype == torch.float32 and cos.dtype == torch.float32):
         return False
-    if x.dim() > 5 or cos.dim() > x.dim():
+    if x.dim() > 5 or cos.dim() > x.dim() or x.shape[-1] != 2 * cos.shape[-1]:
         return False
-    if torch.broadcast_shapes(x.shape[:-1], cos.shape[:-1]) != x.shape[:-1]:
+    off = x.dim() - cos.dim()  # cos broadcasts against x's leading dims (each 1 or equal)
+    if any(n != 1 and n != x.shape[off + i] for i, n in enumerate(cos.shape[:-1])):
         return False
     return _kernels().AVAILABLE
 
@@ -150,25 +155,35 @@ class AccumulatedRotation(torch.autograd.Function):
     def forward(ctx, psi, cos, sin, inverse, x, n_rot=None):  # type: ignore[override]
         ctx.inverse, ctx.n_rot = bool(inverse), n_rot
         ctx.psi_shape, ctx.psi_dtype = psi.shape, psi.dtype
-        ctx.save_for_backward(cos, sin, x)
-        if _use_kernels(x, cos):
+        ctx.kernels = _use_kernels(x, cos)
+        if ctx.kernels:  # the backward needs the output y (∂ψ from y and g), not x
             out = torch.empty(x.shape, dtype=x.dtype)
             _kernels().rotate_fwd(*_np5(x, cos, sin, out), _n(n_rot, x), ctx.inverse)
+            ctx.save_for_backward(cos, sin, out)
             return out
+        ctx.save_for_backward(cos, sin, x)
         return _rotate_prefix(x, cos, sin, n_rot, "inv" if ctx.inverse else "fwd", x.dtype)
 
     @staticmethod
     def backward(ctx, g):  # type: ignore[override]
-        cos, sin, x = ctx.saved_tensors
         n_rot = ctx.n_rot
-        if _use_kernels(x, cos) and g.dtype == torch.float32 and g.shape == x.shape:
-            gx = torch.empty(x.shape, dtype=torch.float32)
-            need_psi = ctx.needs_input_grad[0]
-            gpsi = torch.zeros(cos.shape if need_psi else (1,) * cos.dim(), dtype=torch.float64)
-            gxn, xn, cn, sn, gn = _np5(gx, x, cos, sin, g)
-            _kernels().rotate_bwd(gn, xn, cn, sn, gxn, _np5(gpsi)[0], _n(n_rot, x), ctx.inverse, need_psi)
-            gpsi = gpsi.sum_to_size(ctx.psi_shape).to(ctx.psi_dtype) if need_psi else None
-            return gpsi, None, None, None, gx if ctx.needs_input_grad[4] else None, None
+        if ctx.kernels:
+            cos, sin, y = ctx.saved_tensors
+            gx = torch.empty(y.shape, dtype=torch.float32)
+            need_psi, n = ctx.needs_input_grad[0], _n(n_rot, y)
+            # ψ broadcast at most along the slot dim (the model's layouts): no zero fill needed
+            c5, y5 = (1,) * (5 - cos.dim()) + tuple(cos.shape), (1,) * (5 - y.dim()) + tuple(y.shape)
+            init = need_psi and n >= 1 and c5[:2] == y5[:2] and c5[3] == y5[3]
+            gpsi = (torch.empty if init else torch.zeros)(cos.shape if need_psi else (1,) * cos.dim(),
+                                                          dtype=torch.float64)
+            _kernels().rotate_bwd(*_np5(g.to(torch.float32).contiguous(), y, cos.contiguous(), sin.contiguous(),
+                                        gx, gpsi), n, ctx.inverse, need_psi, init)
+            if need_psi:
+                if gpsi.shape != ctx.psi_shape:
+                    gpsi = gpsi.sum_to_size(ctx.psi_shape)
+                gpsi = gpsi.to(ctx.psi_dtype)
+            return gpsi if need_psi else None, None, None, None, gx if ctx.needs_input_grad[4] else None, None
+        cos, sin, x = ctx.saved_tensors
         gx = _rotate_prefix(g, cos, sin, n_rot, "bwd_inv" if ctx.inverse else "bwd", cos.dtype)
         gpsi = None
         if ctx.needs_input_grad[0]:  # ∂ψ = ±(x₁ x̄₂ − x₂ x̄₁), summed over broadcast dims
@@ -245,25 +260,37 @@ def rotate_qkv(
     B, L, C3 = qkv.shape
     x = qkv.view(B, L, 3, n_head, C3 // (3 * n_head))
     pl = _blh(psi)
-    cs = cos_sin(pl)
+    # ψ from the learned tables (learned_rotation.learned_angles): cos/sin formed with ψ, and
+    # ψ's gradient routed to E directly
+    src = getattr(psi, "_learned_source", None)
+    cs = (src.cos_sin(psi) if src is not None else None) or cos_sin(pl)
     vstate = None
     same = psi_v is psi
-    r = rotate_fast(pl.unsqueeze(2), x, cs=(cs[0].unsqueeze(2), cs[1].unsqueeze(2)), n_rot=3 if same else 2)
+    cs5 = (cs[0].unsqueeze(2), cs[1].unsqueeze(2))
+    if src is not None and (same or psi_v is None) and src.applies(psi, x, cs5[0]):
+        r = src.rotate(x, *cs5, n_rot=3 if same else 2)
+    else:
+        src = None
+        r = rotate_fast(pl.unsqueeze(2), x, cs=cs5, n_rot=3 if same else 2)
     q, k, v = r.unbind(2)
     if same:
-        vstate = (pl, cs)
+        vstate = (pl, cs, src)
     elif psi_v is not None:
         pvl = _blh(psi_v)
         cs_v = cos_sin(pvl)
         v = rotate_fast(pvl, v, cs=cs_v)
-        vstate = (pvl, cs_v)
+        vstate = (pvl, cs_v, None)
     return q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), vstate
 
 
 def unrotate_output(y: torch.Tensor, vstate: tuple) -> torch.Tensor:
     """R(−ψ^v_i) y_i at the query: y [B, H, L, d_h] -> [B, L, H·d_h] (contiguous)."""
-    pvl, cs = vstate
+    pvl, cs, src = vstate
     B, H, L, d = y.shape
+    if src is not None:  # the learned route of rotate_qkv: x [B, L, 1, H, d], cos [B, L, 1, H', d/2]
+        x, c5 = y.transpose(1, 2).unsqueeze(2), cs[0].unsqueeze(2)
+        if src.applies(pvl, x, c5):  # pvl: a view of ψ (same version counter)
+            return src.rotate(x, c5, cs[1].unsqueeze(2), n_rot=1, inverse=True).view(B, L, H * d)
     return rotate_fast(pvl, y.transpose(1, 2), inverse=True, cs=cs).view(B, L, H * d)
 
 

@@ -6,8 +6,16 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from simulations.transformer import learned_rotation as lrot  # noqa: E402
 from simulations.transformer import rotation  # noqa: E402
-from simulations.transformer.model import GPT, GPTConfig, _cos_sin, accumulate, rotate  # noqa: E402
+from simulations.transformer.model import (  # noqa: E402
+    GPT,
+    GPTConfig,
+    _cos_sin,
+    accumulate,
+    rope_frequencies,
+    rotate,
+)
 
 torch.set_num_threads(1)
 
@@ -127,9 +135,11 @@ def test_rotate_qkv_and_unrotate_output(mode, kernels):
         assert torch.equal(rotation.unrotate_output(y, vstate), ref)
 
 
+@pytest.mark.parametrize("angle_heads", ["per-head", "shared"])
 @pytest.mark.parametrize("variant", ["rope", "random-qkv", "learned-qk", "learned-qkv"])
-def test_model_fast_path_equals_reference(variant, kernels, monkeypatch):
-    cfg = GPTConfig(variant=variant, n_layer=2, n_embd=32, n_head=2, block_size=16, vocab_size=64)
+def test_model_fast_path_equals_reference(variant, angle_heads, kernels, monkeypatch):
+    cfg = GPTConfig(variant=variant, n_layer=2, n_embd=32, n_head=2, block_size=16, vocab_size=64,
+                    angle_heads=angle_heads)
     torch.manual_seed(0)
     model = GPT(cfg)
     with torch.no_grad():
@@ -155,3 +165,150 @@ def test_accumulate_fast():
     assert torch.equal(rotation.accumulate_fast(theta), accumulate(theta))
     theta.requires_grad_()
     assert torch.autograd.gradcheck(lambda t: rotation.accumulate_fast(t), (theta,))
+
+
+# ---------------------------------------------------------------------------
+# learned angles: ψ from the tables, and ψ's gradient routed to E (learned_rotation.py)
+# ---------------------------------------------------------------------------
+
+
+def _learned_inputs(n_tables=2, h=4, V=11, B=3, L=9, dtype=torch.float32, seed=5, scale=0.7):
+    g = torch.Generator().manual_seed(seed)
+    E = (torch.randn(V, n_tables * h, generator=g, dtype=torch.float64) * scale).to(dtype)
+    idx = torch.randint(0, V, (B, L + 1), generator=g)[:, 1:]  # a strided view, as the model's
+    return E, idx, rope_frequencies(2 * h)
+
+
+@pytest.mark.parametrize("n_tables", [1, 3])
+def test_learned_angles_bit_identical_to_reference(n_tables):
+    E, idx, omega = _learned_inputs(n_tables=n_tables, L=40, scale=3.0)
+    ref = lrot.learned_angles_reference(E, idx, omega, n_tables)
+    got = lrot.learned_angles(E, idx, omega, n_tables)
+    assert got.shape == ref.shape == (3, n_tables, 40, 4) and got.dtype == torch.float64
+    assert torch.equal(got, ref)
+    assert torch.equal(torch.cos(got).float(), torch.cos(ref).float())
+    assert torch.equal(torch.sin(got).float(), torch.sin(ref).float())
+    assert lrot.learned_source(got) is not None
+
+
+def test_learned_angles_gradients(monkeypatch):
+    """Closed-form backward of ψ: gradcheck in float64, and the naive autograd path to round-off."""
+    E, idx, omega = _learned_inputs(dtype=torch.float64)
+    E.requires_grad_()
+    assert torch.autograd.gradcheck(lambda e: lrot.learned_angles(e, idx, omega, 2), (E,))
+    w = torch.randn(3, 2, 9, 4, generator=torch.Generator().manual_seed(6), dtype=torch.float64)
+    E32 = E.detach().float().requires_grad_()
+    got = torch.autograd.grad((lrot.learned_angles(E32, idx, omega, 2) * w).sum(), E32)[0]
+    ref = torch.autograd.grad((lrot.learned_angles_reference(E32, idx, omega, 2) * w).sum(), E32)[0]
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, ref, rtol=1e-6, atol=1e-6)
+    monkeypatch.setattr(rotation, "USE_KERNELS", False)  # no kernels: the reference, no route
+    psi = lrot.learned_angles(E32, idx, omega, 2)
+    assert lrot.learned_source(psi) is None and "LearnedAngles" not in psi.grad_fn.name()
+
+
+def test_learned_angles_index_out_of_range():
+    E, idx, omega = _learned_inputs()
+    with pytest.raises(IndexError):
+        lrot.learned_angles(E, idx + E.shape[0], omega, 2)
+
+
+def _routed(E, idx, omega, n_tables, x, n_rot, inverse, route=True):
+    """R(±ψ)x, x [B, L, S, H, d], via the routed Function (or rotate_fast through ψ)."""
+    psi = lrot.learned_angles(E, idx, omega, n_tables)
+    cos, sin = (rotation._blh(t).unsqueeze(2) for t in rotation.cos_sin(psi, x.dtype))
+    if route:
+        src = lrot.learned_source(psi)
+        assert src.applies(psi, x, cos)
+        return src.rotate(x, cos, sin, n_rot=n_rot, inverse=inverse)
+    return rotation.rotate_fast(rotation._blh(psi).unsqueeze(2), x, inverse, (cos, sin), n_rot)
+
+
+@pytest.mark.parametrize("n_tables", [1, 2])
+@pytest.mark.parametrize("n_rot,inverse", [(3, False), (2, False), (1, True)])
+def test_routed_rotation_gradcheck_float64(n_tables, n_rot, inverse):
+    E, idx, omega = _learned_inputs(n_tables=n_tables, h=2, V=5, B=2, L=4, dtype=torch.float64)
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(2, 4, 3, 2, 4, generator=g, dtype=torch.float64, requires_grad=True)
+    E.requires_grad_()
+    assert torch.autograd.gradcheck(lambda e, v: _routed(e, idx, omega, n_tables, v, n_rot, inverse), (E, x))
+    # the routed gradient equals the one through ψ (autograd through LearnedAngles)
+    w = torch.randn(2, 4, 3, 2, 4, generator=g, dtype=torch.float64)
+    got = torch.autograd.grad((_routed(E, idx, omega, n_tables, x, n_rot, inverse) * w).sum(), (E, x))
+    ref = torch.autograd.grad((_routed(E, idx, omega, n_tables, x, n_rot, inverse, False) * w).sum(), (E, x))
+    for a, b in zip(got, ref):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("n_tables", [1, 2])
+@pytest.mark.parametrize("same", [True, False])
+def test_rotate_qkv_learned_route_matches_naive(n_tables, same):
+    """float32, model layout: outputs bit-identical to the reference, gradients to round-off."""
+    H, d = 2, 8
+    E, idx, omega = _learned_inputs(n_tables=n_tables, h=d // 2, L=7)
+    g = torch.Generator().manual_seed(8)
+    qkv = torch.randn(3, 7, 3 * H * d, generator=g)
+    y = torch.randn(3, H, 7, d, generator=g)
+    w = torch.randn(4, 3, 7, H * d, generator=g)
+    grads, outs = [], []
+    for fast in (True, False):
+        e, x, yy = E.clone().requires_grad_(), qkv.clone().requires_grad_(), y.clone().requires_grad_()
+        if fast:
+            psi = lrot.learned_angles(e, idx, omega, n_tables)
+            q, k, v, vstate = rotation.rotate_qkv(x, H, psi, psi if same else None)
+            assert vstate is None or vstate[2] is not None  # the learned route was taken
+            o = rotation.unrotate_output(yy, vstate) if same else yy.transpose(1, 2).reshape(3, 7, H * d)
+        else:
+            psi = lrot.learned_angles_reference(e, idx, omega, n_tables)
+            rq, rk, rv = (t.view(3, 7, H, d).transpose(1, 2) for t in x.split(H * d, dim=2))
+            q, k = _naive(psi, rq), _naive(psi, rk)
+            v = _naive(psi, rv) if same else rv
+            o = (_naive(psi, yy, inverse=True) if same else yy).transpose(1, 2).reshape(3, 7, H * d)
+        out = [t.transpose(1, 2).reshape(3, 7, H * d) for t in (q, k, v)] + [o]
+        outs.append(out)
+        grads.append(torch.autograd.grad(sum((t * wi).sum() for t, wi in zip(out, w)), (e, x, yy)))
+    for a, b in zip(*outs):
+        assert torch.equal(a, b)
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_route_voided_by_inplace_change_or_retain_grad():
+    H, d = 2, 8
+    E, idx, omega = _learned_inputs(n_tables=2, h=d // 2, L=5)
+    qkv = torch.randn(3, 5, 3 * H * d, generator=torch.Generator().manual_seed(9))
+    E.requires_grad_()
+    psi = lrot.learned_angles(E, idx, omega, 2)
+    psi.retain_grad()
+    rotation.rotate_qkv(qkv, H, psi, psi)[0].sum().backward()
+    assert psi.grad is not None and E.grad is not None  # through ψ, not routed
+    with torch.no_grad():
+        psi2 = lrot.learned_angles(E, idx, omega, 2)
+        psi2 += 1.0
+        q = rotation.rotate_qkv(qkv, H, psi2, psi2)[0]
+        ref = rotation.rotate_qkv(qkv, H, psi2.clone(), None)[0]
+    assert torch.equal(q, ref)  # the in-place change is seen: not the stale route
+
+
+def test_learned_path_independent_of_threads():
+    """ψ, the routed rotation and their gradients are bit-identical with 1 and 2 threads."""
+    H, d = 4, 16
+    E, idx, omega = _learned_inputs(n_tables=H, h=d // 2, V=64, B=4, L=48)
+    g = torch.Generator().manual_seed(10)
+    qkv, y = torch.randn(4, 48, 3 * H * d, generator=g), torch.randn(4, H, 48, d, generator=g)
+    w = torch.randn(4, 48, H * d, generator=g)
+    res = []
+    n0 = torch.get_num_threads()
+    try:
+        for n in (1, 2):
+            torch.set_num_threads(n)
+            e, x, yy = E.clone().requires_grad_(), qkv.clone().requires_grad_(), y.clone().requires_grad_()
+            psi = lrot.learned_angles(e, idx, omega, H)
+            q, k, v, vstate = rotation.rotate_qkv(x, H, psi, psi)
+            o = rotation.unrotate_output(yy, vstate)
+            loss = (o * w).sum() + sum((t * t).sum() for t in (q, k, v)) + (psi * psi).sum()
+            res.append([psi.detach(), o.detach(), *torch.autograd.grad(loss, (e, x, yy))])
+    finally:
+        torch.set_num_threads(n0)
+    for a, b in zip(*res):
+        assert torch.equal(a, b)

@@ -1,0 +1,66 @@
+"""C6 verdicts (paired bootstrap over windows and seeds) and the table-lr sweep's rule and measurements."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from simulations.transformer.lr_sweep import choose, table_activity, validation_loss  # noqa: E402
+from simulations.transformer.model import GPT, GPTConfig  # noqa: E402
+from simulations.transformer.verdicts import paper_verdicts, pooled_log_ratio  # noqa: E402
+
+
+def _diffs(mean: float, seeds: int = 3, windows: int = 32, sd: float = 0.05, seed: int = 0) -> np.ndarray:
+    return mean + sd * np.random.default_rng(seed).standard_normal((seeds, windows))
+
+
+def test_verdicts_agree_contradict_and_undecided():
+    d = {"rope": _diffs(1.5, seed=1), "random-qk": _diffs(0.5, seed=2), "random-qkv": _diffs(0.5, seed=3),
+         "learned-qk": _diffs(2.0, seed=4), "alibi": _diffs(0.0, seed=5)}
+    rows = {r["row"].split(" (")[0]: r for r in paper_verdicts(d, 128)["rows"]}
+    assert rows["rope > random-qk"]["verdict"] == "agrees"
+    assert rows["rope > learned-qk"]["verdict"] == "contradicts"
+    assert rows["random-qk > random-qkv"]["verdict"] == "undecided"  # no difference resolved
+    assert rows["rope > learned-qkv"]["verdict"] == "not run"
+    assert rows["alibi flat"]["verdict"] == "agrees"
+    assert paper_verdicts(d, 128)["holds"] is False  # one row contradicts
+
+
+def test_alibi_growing_contradicts_flat():
+    rows = paper_verdicts({"alibi": _diffs(np.log(2.0))}, 128)["rows"]
+    assert rows[-1]["verdict"] == "contradicts"
+
+
+def test_pooled_bootstrap_centres_on_the_seed_window_mean():
+    d = _diffs(0.3, seeds=4, sd=0.2)
+    rng = np.random.default_rng(0)
+    draws = pooled_log_ratio(d, rng.integers(0, 32, (2000, 32)), rng)
+    assert abs(draws.mean() - d.mean()) < 0.01 and 0.01 < draws.std() < 0.1
+
+
+def test_rule_picks_smallest_active_within_best_interval():
+    rows = [{"variant": "learned-qk", "mult": m, "val_loss": v, "val_ci_high": v + 0.01, "active": a}
+            for m, v, a in ((1, 1.640, False), (3, 1.645, True), (10, 1.680, True), (30, 1.730, True))]
+    assert choose(rows) == 3
+    rows[1]["val_loss"] = 1.66  # outside the best's interval: the next active one is worse too
+    assert choose(rows) is None
+
+
+def test_table_activity_at_init_and_after_a_move():
+    cfg = GPTConfig(variant="learned-qk", vocab_size=11, block_size=8, n_layer=2, n_head=2, n_embd=8)
+    m = GPT(cfg)
+    probs = np.full(11, 1 / 11)
+    a = table_activity(m, probs, 8)
+    assert a == {"move_mean_rad": 0.0, "move_max_rad": 0.0, "planes_mixing": 0, "planes": 2 * 2 * 2}
+    with torch.no_grad():
+        m.blocks[0].attn.angle_table.normal_(std=0.8)  # θ spread over the circle: planes mix at once
+    a = table_activity(m, probs, 8)
+    assert a["move_mean_rad"] > 0.5 and a["planes_mixing"] >= 2, a
+
+
+def test_validation_loss_interval_contains_its_mean():
+    cfg = GPTConfig(variant="rope", vocab_size=11, block_size=8, n_layer=1, n_head=2, n_embd=8)
+    loss, lo, hi = validation_loss(GPT(cfg), np.random.default_rng(0).integers(0, 11, 2000))
+    assert lo < loss < hi and abs(loss - np.log(11)) < 0.2
