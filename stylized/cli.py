@@ -95,7 +95,7 @@ def build_parser(with_transformer: bool = False) -> argparse.ArgumentParser:
                         description="Run every check's mutants (each must turn holds false) and measure the "
                                     "false-rejection rate over seeds, at the checks' reduced sizes.")
     pz.add_argument("names", nargs="*", metavar="NAME", help="checks (default: all)")
-    pz.add_argument("--seeds", type=int, default=40, help="seeds for the false-rejection rate (default 40)")
+    pz.add_argument("--seeds", type=int, default=100, help="seeds for the false-rejection rate (default 100)")
     pz.add_argument("--no-frr", action="store_true", help="only the mutation table")
     pz.add_argument("--no-mutants", action="store_true", help="only the false-rejection rates")
     pz.set_defaults(func=lambda a: _falsify_main(a.names, seeds=a.seeds, mutants=not a.no_mutants, frr=not a.no_frr))

@@ -101,7 +101,7 @@ def load_falsify(name: str) -> dict:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
-def main(names: list[str], *, seeds: int = 40, mutants: bool = True, frr: bool = True, backend: str = "numba") -> int:
+def main(names: list[str], *, seeds: int = 100, mutants: bool = True, frr: bool = True, backend: str = "numba") -> int:
     """``stylized falsify``: mutation table and false-rejection rates; exit 1 if a mutant survives or FRR > 7.5%."""
     import sys
 

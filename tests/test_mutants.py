@@ -34,3 +34,14 @@ def test_unmutated_check_holds_at_reduced_sizes(name):
 def test_mutant_flips_the_verdict(name, mutant):
     r = run_reduced(CHECKS[name], seed=0, mutant=mutant)
     assert not r["holds"], f"{name}: mutant {mutant.name!r} ({mutant.description}) still holds"
+
+
+def test_falsify_command_writes_both_tables(tmp_results, capsys):
+    from stylized.cli import main
+    from stylized.falsify import load_falsify
+
+    assert main(["falsify", "far-mass-bound", "--seeds", "3"]) == 0
+    m, f = load_falsify("mutants.json")["far-mass-bound"], load_falsify("false_rejections.json")["far-mass-bound"]
+    assert m["ok"] and f["n_seeds"] == 3 and 0 <= f["rejections"] <= 3
+    assert "mutants flip it" in capsys.readouterr().out
+    assert main(["falsify", "no-such-check"]) == 2
