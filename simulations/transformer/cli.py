@@ -99,7 +99,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         _check("variants", v, VARIANTS)
     res = compare(args.preset, variants, seeds=_seed_list("--seeds", args.seeds),
                   extra_seeds=_seed_list("--extra-seeds", args.extra_seeds), steps=args.steps, data=args.data,
-                  results_dir=args.results_dir, figure=args.figure, workers=args.workers)
+                  results_dir=args.results_dir, figure=args.figure, workers=args.workers,
+                  tokenizer=args.tokenizer, bpe_vocab=args.bpe_vocab)
     for r in res["verdicts"]["all"]["rows"]:
         print(f"  {r['row']}: {r['verdict']}")
     print(f"holds={res['holds']} (no paper row contradicted, author's metric at {res['verdicts']['all']['multiple']}x)")
@@ -177,6 +178,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="(variant, seed) jobs run at once, one torch thread each (default 1; 2 on a 2-core machine)")
     c.add_argument("--steps", type=int, default=None)
     c.add_argument("--data", default=None)
+    c.add_argument("--tokenizer", default=None, choices=("bytes", "bpe"),
+                   help="bytes (default) or a locally trained byte-level BPE (results under runs/<preset>-bpe/)")
+    c.add_argument("--bpe-vocab", type=int, default=None, help="BPE vocabulary (default 4096)")
     c.add_argument("--figure", default=None,
                    help="default figures/transformer_ppl_ratio.png for the cpu preset, else inside the run's directory")
     c.set_defaults(func=_guard(cmd_compare))

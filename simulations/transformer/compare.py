@@ -68,17 +68,19 @@ def _diffs(paths: dict[str, list[Path]], multiple: int, metric: str) -> dict[str
     return out
 
 
-def _job(preset: str, v: str, s: int, steps: int, data, path: str, device, progress: bool, threads: int | None):
+def _job(preset: str, v: str, s: int, steps: int, data, path: str, device, progress: bool, threads: int | None,
+         tok: dict | None = None):
     """Train (resume) and evaluate one (variant, seed); runs in a worker process when ``workers`` > 1."""
     import torch
 
     if threads:
         torch.set_num_threads(threads)
-    _, tcfg, ecfg = make_configs(v, preset, steps=steps, data=data)
+    tok = tok or {}
+    _, tcfg, ecfg = make_configs(v, preset, steps=steps, data=data, **tok)
     corpus = load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)
     t1 = time.time()
     info = train(v, preset, steps=steps, seed=s, data=data, resume=True, ckpt=path, corpus=corpus,
-                 progress=progress, device=device)
+                 progress=progress, device=device, **tok)
     t2 = time.time()
     rows = evaluate_checkpoint(path, ecfg, corpus, 0, device)
     for r in rows:
@@ -99,6 +101,8 @@ def compare(
     device: str | None = None,
     progress: bool = True,
     workers: int = 1,
+    tokenizer: str | None = None,
+    bpe_vocab: int | None = None,
 ) -> dict:
     """Train missing checkpoints, evaluate all, decide the paper rows; write JSON + CSV + figure.
 
@@ -113,8 +117,9 @@ def compare(
             raise ValueError(f"variants: {v!r} is not one of: {', '.join(VARIANTS)}")
     seeds = list(seeds if seeds is not None else [0, 1, 2])
     extra_seeds = list(extra_seeds if extra_seeds is not None else [0])
-    root, fig_path, canonical = output_paths(preset, results_dir, figure)
-    _, tcfg, ecfg = make_configs(variants[0], preset, steps=steps, data=data)
+    tok = {k: v for k, v in (("tokenizer", tokenizer), ("bpe_vocab", bpe_vocab)) if v is not None}
+    root, fig_path, canonical = output_paths(preset + ("-bpe" if tokenizer == "bpe" else ""), results_dir, figure)
+    _, tcfg, ecfg = make_configs(variants[0], preset, steps=steps, data=data, **tok)
     corpus = load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)  # fail early on bad data
     per_seed: dict[str, dict[int, list[dict]]] = {}
     paths: dict[str, list[Path]] = {}
@@ -134,13 +139,14 @@ def compare(
 
     if workers == 1:
         for v, s, path in jobs:
-            done(*_job(preset, v, s, tcfg.steps, data, str(path), device, progress, None))
+            done(*_job(preset, v, s, tcfg.steps, data, str(path), device, progress, None, tok))
     else:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
         with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as ex:
-            futs = [ex.submit(_job, preset, v, s, tcfg.steps, data, str(path), device, False, 1) for v, s, path in jobs]
+            futs = [ex.submit(_job, preset, v, s, tcfg.steps, data, str(path), device, False, 1, tok)
+                    for v, s, path in jobs]
             for f in as_completed(futs):
                 done(*f.result())
     per_seed = {v: dict(sorted(per_seed[v].items())) for v in variants if v in per_seed}
@@ -154,6 +160,7 @@ def compare(
             "model": p["model"], "train": {**p["train"], "steps": tcfg.steps, "data": tcfg.data or "builtin"},
             "eval": {**p["eval"]}, "corpus": corpus.description,
             "tokens_trained": tcfg.steps * tcfg.batch_size * p["model"]["block_size"],
+            "tokenizer": tcfg.tokenizer, "bpe_vocab": tcfg.bpe_vocab if tcfg.tokenizer == "bpe" else None,
             "metrics": METRICS,
             "interval": "95% percentile bootstrap: windows resampled jointly for all variants, seeds per variant",
             "theory_source": "paper's reported PPL(L)/PPL(512), train length 512, the author's metric",
