@@ -155,6 +155,15 @@ def _transformer_section(directory: Path) -> list[str]:
         lines += _ratio_table(r, "target")
         lines.append("")
     lines += _lr_sweep_section(directory)
+    bpe = directory / "transformer" / "runs" / "cpu-bpe" / "cpu_compare.json"
+    if bpe.exists():
+        r = json.loads(bpe.read_text())
+        lines += ["### Byte-level BPE (cpu preset, one seed)", "",
+                  f"Command: `stylized transformer compare --preset cpu --variants rope,learned-qk --seeds 0 --tokenizer bpe "
+                  f"--bpe-vocab {r['params'].get('bpe_vocab')}` (an exploratory run: `simulations/results/transformer/runs/"
+                  f"cpu-bpe/`). Corpus: {r['params'].get('corpus')}. PPL(L)/PPL(L_train), the author's metric; "
+                  "L counts BPE tokens.", ""]
+        lines += _ratio_table(r, "all") + [""]
     return lines
 
 
