@@ -320,7 +320,7 @@ def predict(preset: str = "cpu", *, results_dir: str | Path | None = None, multi
     from .train import get_preset
 
     t0 = time.time()
-    root = Path(results_dir) if results_dir else RESULTS_DIR
+    root = _root(results_dir, preset)
     cks = checkpoints(preset, root)
     gated = [v for v in cks if v in VARIANT_SPECS and VARIANT_SPECS[v].forget_gate]
     if gated:  # the probe recomputes scores without the forget-gate bias: it would mis-measure them
@@ -453,12 +453,20 @@ def _json_safe(x):
     return x
 
 
+def _root(results_dir, preset: str) -> Path:
+    """The results folder: the committed one for the cpu preset, ``runs/<preset>/`` otherwise (as ``compare``)."""
+    if results_dir:
+        return Path(results_dir)
+    return RESULTS_DIR if preset == "cpu" else RESULTS_DIR / "runs" / preset
+
+
 def write_outputs(result: dict, root: Path, preset: str, figure: str | Path | None = None) -> None:
     root.mkdir(parents=True, exist_ok=True)
     jp = root / f"bridge_{preset}.json"
     atomic_write_text(jp, json.dumps(_json_safe(result), indent=1))
     atomic_write_text(root / f"bridge_{preset}.csv", csv_text(result["rows"]))
-    fig = Path(figure) if figure else FIGURES_DIR / "transformer_bridge.png"
+    canonical = Path(root) == RESULTS_DIR and preset == "cpu"  # only the cpu preset's own run writes figures/
+    fig = Path(figure) if figure else (FIGURES_DIR if canonical else root) / "transformer_bridge.png"
     plot_bridge(result, fig)
     result["files"] = {"json": str(jp), "csv": str(root / f"bridge_{preset}.csv"), "figure": str(fig)}
 
@@ -553,7 +561,7 @@ def combined(preset: str = "cpu", *, results_dir: str | Path | None = None, vari
     from .train import checkpoint_path, make_configs, train
 
     t0 = time.time()
-    root = Path(results_dir) if results_dir else RESULTS_DIR
+    root = _root(results_dir, preset)
     _, tcfg, ecfg = make_configs(variants[0], preset, steps=steps, seed=seed)
     corpus = load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)
     rows = []

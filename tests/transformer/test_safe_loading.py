@@ -37,3 +37,15 @@ def test_train_refuses_to_overwrite_without_resume_or_force(tmp_path, capsys):
         cli.main(["train", "--variant", "rope", "--results-dir", str(tmp_path)])
     assert e.value.code == 2 and "--resume" in capsys.readouterr().err
     assert path.read_bytes() == b"x"
+
+
+def test_smoke_outputs_never_land_in_the_committed_folders():
+    """Non-cpu presets write under results/transformer/runs/<preset>/ (figures included)."""
+    from simulations.transformer import bridge
+    from simulations.transformer.compare import FIGURES_DIR, output_paths
+    from simulations.transformer.train import RESULTS_DIR
+
+    root, fig, canonical = output_paths("smoke", None, None)
+    assert root == RESULTS_DIR / "runs" / "smoke" and fig.parent == root and not canonical
+    assert output_paths("cpu", None, None) == (RESULTS_DIR, FIGURES_DIR / "transformer_ppl_ratio.png", True)
+    assert bridge._root(None, "smoke") == RESULTS_DIR / "runs" / "smoke"
