@@ -174,6 +174,17 @@ def summarize(
     return rows
 
 
+def weights_digest(model: GPT) -> str:
+    """SHA-256 (16 hex digits) of the model's parameters and buffers: the cache is valid for these weights only."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for name, t in sorted(model.state_dict().items()):
+        h.update(name.encode())
+        h.update(t.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
 def eval_cache_path(ckpt: str | os.PathLike) -> Path:
     """Per-window losses of a checkpoint: ``<checkpoints>/../eval/<preset>/<name>.json``."""
     ckpt = Path(ckpt)
@@ -190,8 +201,8 @@ def evaluate_checkpoint(
 ) -> list[dict]:
     """Load a checkpoint and return its summary rows (per-window losses cached beside it).
 
-    The cache (``eval_cache_path``) is reused when the checkpoint's step and the evaluation
-    settings are unchanged; it holds the per-window losses the seed-pooled verdicts need.
+    The cache (``eval_cache_path``) is reused when the checkpoint's weights (a digest) and the
+    evaluation settings are unchanged; it holds the per-window losses the seed-pooled verdicts need.
     """
     import json
 
@@ -199,7 +210,7 @@ def evaluate_checkpoint(
 
     model, ck = load_model(path, device)
     key = {"step": int(ck["step"]), "multiples": list(ecfg.multiples), "n_windows": ecfg.n_windows,
-           "n_samples": ecfg.n_samples, "seed": seed, "corpus": ck.get("corpus")}
+           "n_samples": ecfg.n_samples, "seed": seed, "corpus": ck.get("corpus"), "weights": weights_digest(model)}
     cpath = eval_cache_path(path)
     losses = None
     if cache and cpath.exists():
