@@ -11,6 +11,8 @@ The verdict of a check is a list of tests on rows, all at one Bonferroni-joint 9
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 from scipy import stats
 
@@ -18,7 +20,7 @@ from stylized import values as _values
 from stylized.estimators import mean_ci
 from stylized.families import StepFamily
 from stylized.montecarlo import check_positive_int, chunked_generators, progress
-from stylized.registry import Option
+from stylized.registry import Mutant, Option
 from stylized.value_theory import (
     coherent_sum,
     correlation_pairs,
@@ -264,3 +266,12 @@ def repeated_steps(draw):
         rep = steps[:, 1:2] if N > 1 else steps[:, :1]
         return np.broadcast_to(rep, steps.shape).copy()
     return drawn
+
+
+# The two model mutants every value check shares (``Check.mutants``).
+NO_VALUE_TRANSPORT = Mutant(
+    "no-value-transport", "QK-only sums in place of the transported QKV sums (values not rotated)",
+    patch=lambda: mock.patch("simulations.value_common.far_energy_samples", no_transport))
+REPEATED_STEPS = Mutant(
+    "repeated-steps", "every step of a route equal to its first, P_n = mⁿ (commuting, not i.i.d.)",
+    patch=lambda: mock.patch("stylized.values.draw_route_steps", repeated_steps(_values.draw_route_steps)))

@@ -23,17 +23,18 @@ from unittest import mock
 import numpy as np
 from scipy import stats
 
-from stylized import values
 from stylized.registry import Check, Mutant, Option, headline, int_list, register
 from stylized.value_theory import coherent_sum, correlation_pairs
 
 from ._common import caption, family_from_params, family_options, new_figure, save_figure
 from .value_common import (
+    NO_VALUE_TRANSPORT,
     OPT_D,
     OPT_KA,
     OPT_LAM,
     OPT_NOISE,
     OPT_W,
+    REPEATED_STEPS,
     asymptote_theory,
     caption_params,
     check_common,
@@ -43,9 +44,7 @@ from .value_common import (
     far_counts,
     judge,
     label,
-    no_transport,
     passed,
-    repeated_steps,
 )
 
 __all__ = ["fit_exponent", "run_incoherence", "run_scaling", "sqrt_law_theory"]
@@ -199,19 +198,7 @@ def plot_scaling(result: dict, outdir: Path) -> list[Path]:
 # ---------------------------------------------------------------------------------------
 # registration
 # ---------------------------------------------------------------------------------------
-_ENGINE = "simulations.value_common.far_energy_samples"
 _THEORY = "simulations.value_common.qkv_interference_theory"
-
-
-def _no_transport() -> Mutant:
-    return Mutant("no-value-transport", "QK-only sums in place of the transported QKV sums (values not rotated)",
-                  patch=lambda: mock.patch(_ENGINE, no_transport))
-
-
-def _repeated() -> Mutant:
-    return Mutant("repeated-steps", "every step of a route equal to its first, P_n = mⁿ (commuting, not i.i.d.)",
-                  patch=lambda: mock.patch("stylized.values.draw_route_steps",
-                                           repeated_steps(values.draw_route_steps)))
 
 
 register(Check(
@@ -225,12 +212,12 @@ register(Check(
     run=run_incoherence, plot=plot_incoherence, module="simulations.value_incoherence",
     extra={"order": 0},
     mutants=(
-        _no_transport(),
+        NO_VALUE_TRANSPORT,
         Mutant("chi-off-3pct", "the exact formula with χ × 1.03",
                patch=lambda: mock.patch(_THEORY, partial(chi_scaled_theory, factor=1.03))),
         Mutant("large-M-form-as-exact", "the large-M form (1+χ)/((1−χ)M) in place of the exact finite-M sum",
                patch=lambda: mock.patch(_THEORY, asymptote_theory)),
-        _repeated(),
+        REPEATED_STEPS,
     ),
     reduced={"d": 16, "M": [1, 4, 16, 64, 256], "trials": 400},
 ))
@@ -246,12 +233,12 @@ register(Check(
     run=run_scaling, plot=plot_scaling, module="simulations.value_incoherence",
     extra={"order": 1},
     mutants=(
-        _no_transport(),
+        NO_VALUE_TRANSPORT,
         Mutant("sqrt-M-law", "the 1/M law replaced by 1/√M (S(χ, M)/M^{3/2})",
                patch=lambda: mock.patch(_THEORY, sqrt_law_theory)),
         Mutant("chi-off-3pct", "the exact formula with χ × 1.03",
                patch=lambda: mock.patch(_THEORY, partial(chi_scaled_theory, factor=1.03))),
-        _repeated(),
+        REPEATED_STEPS,
     ),
     reduced={"d": 16, "M": [16, 64, 256, 1024], "trials": 200},
 ))

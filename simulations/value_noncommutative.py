@@ -20,15 +20,17 @@ from unittest import mock
 
 import numpy as np
 
-from stylized import value_theory, values
+from stylized import value_theory
 from stylized.registry import Check, Mutant, Option, int_list, register
 from stylized.value_theory import haar_tilt_energy, haar_tilt_floor, tilt_floor
 
 from ._common import caption, family_from_params, family_options, finite, new_figure, save_figure
 from .value_common import (
+    NO_VALUE_TRANSPORT,
     OPT_D,
     OPT_LAM,
     OPT_NOISE,
+    REPEATED_STEPS,
     background,
     caption_params,
     check_common,
@@ -37,9 +39,7 @@ from .value_common import (
     far_counts,
     judge,
     label,
-    no_transport,
     passed,
-    repeated_steps,
     with_default,
 )
 
@@ -184,11 +184,8 @@ register(Check(
                patch=lambda: mock.patch("simulations.value_noncommutative.haar_tilt_energy", _floor_removed)),
         Mutant("floor-as-exact", "Haar with keys = b̂: the M → ∞ floor taken as the value at every M",
                patch=lambda: mock.patch("simulations.value_noncommutative.haar_tilt_energy", _floor_as_exact)),
-        Mutant("no-value-transport", "QK-only sums in place of the transported QKV sums",
-               patch=lambda: mock.patch("simulations.value_common.far_energy_samples", no_transport)),
-        Mutant("repeated-steps", "every step of a route equal to its first, P_n = mⁿ (commuting, not i.i.d.)",
-               patch=lambda: mock.patch("stylized.values.draw_route_steps",
-                                        repeated_steps(values.draw_route_steps))),
+        NO_VALUE_TRANSPORT,
+        REPEATED_STEPS,
         Mutant("chi-off-3pct", "the exact equal-weights formula with every E[M] eigenvalue × 1.03",
                patch=lambda: mock.patch("simulations.value_common.qkv_interference_theory",
                                         partial(chi_scaled_theory, factor=1.03))),

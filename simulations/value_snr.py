@@ -32,10 +32,10 @@ from .value_common import (
     OPT_KA,
     OPT_LAM,
     OPT_NOISE,
+    REPEATED_STEPS,
     caption_params,
     check_common,
     label,
-    repeated_steps,
     with_default,
 )
 
@@ -213,9 +213,7 @@ register(Check(
         Mutant("chi-off-3pct", "the near-transport law with E[M] × 0.97 (χ 3% low)",
                patch=lambda: mock.patch("simulations.value_snr.near_transport_theory",
                                         partial(near_transport_theory, factor=0.97))),
-        Mutant("repeated-steps", "every step of a route equal to its first, P_n = mⁿ (commuting, not i.i.d.)",
-               patch=lambda: mock.patch("stylized.values.draw_route_steps",
-                                        repeated_steps(values.draw_route_steps))),
+        REPEATED_STEPS,
     ),
     reduced={"L": [64, 256, 1024, 4096], "trials": 60},
 ))
