@@ -41,15 +41,17 @@ import torch
 import torch.distributed as dist
 
 from .data import Corpus, load_corpus
-from .model import GPT, GPTConfig
+from .model import GPTConfig
 from .train import (
     _numpy_state_from_safe,
     _numpy_state_to_safe,
+    build_model,
     checkpoint_path,
-    lr_at,
     make_configs,
-    phase_of,
+    progress_bar,
+    resume_from,
     save_checkpoint,
+    train_step,
 )
 
 
@@ -148,28 +150,15 @@ def train_ddp(
     if corpus.vocab_size > mcfg.vocab_size:
         mcfg = GPTConfig(**{**mcfg.to_dict(), "vocab_size": corpus.vocab_size})
 
-    torch.manual_seed(tcfg.seed)
-    np.random.seed(tcfg.seed)
-    random.seed(tcfg.seed)
-    model = GPT(mcfg).to(dev)
+    model, opt = build_model(mcfg, tcfg, dev, use_cuda)
     if rank > 0:
         torch.manual_seed(tcfg.seed + 1_000_003 * rank)
         np.random.seed((tcfg.seed + 1_000_003 * rank) % 2**32)
         random.seed(tcfg.seed + 1_000_003 * rank)
-    opt = torch.optim.AdamW(
-        model.param_groups(tcfg.weight_decay, tcfg.lr, tcfg.decay_all), lr=tcfg.lr, betas=tuple(tcfg.betas),
-        fused=use_cuda or None,
-    )
     step = 0
     history: list[tuple[int, float]] = []
     if resume and path.exists():
-        ck = torch.load(path, map_location=dev, weights_only=True)
-        model.load_state_dict(ck["model"])
-        opt.load_state_dict(ck["optimizer"])
-        step = ck["step"]
-        if step > tcfg.steps:
-            raise ValueError(f"steps={tcfg.steps} is below the checkpoint's step {step} ({path})")
-        history = list(ck.get("history", []))
+        ck, step, history = resume_from(path, model, opt, tcfg, dev)
         ranks = ck.get("rng_ranks")
         if ranks is not None and len(ranks) == world:
             _set_rng_state(ranks[rank], dev)
@@ -199,30 +188,12 @@ def train_ddp(
         }
 
     tokens_per_step = tcfg.batch_size * mcfg.block_size
-    bar = None
-    if progress and rank == 0:
-        try:
-            from tqdm import tqdm
-
-            bar = tqdm(total=tcfg.steps, initial=step, desc=f"{preset}/{variant} x{world}", mininterval=2.0)
-        except ImportError:
-            bar = None
+    bar = progress_bar(tcfg.steps, step, f"{preset}/{variant} x{world}", progress and rank == 0)
     net.train()
     t0, start_step = time.time(), step
     while step < tcfg.steps:
-        lr = lr_at(step, tcfg)
-        if tcfg.schedule == "phases" and step > 0 and phase_of(step, tcfg) != phase_of(step - 1, tcfg):
-            opt.state.clear()
-        for g in opt.param_groups:
-            g["lr"] = lr * g.get("lr_mult", 1.0)
         x, y = shard_batch(corpus.train, step, tcfg.batch_size, mcfg.block_size, tcfg.seed, rank, world, dev)
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=use_cuda):
-            _, loss = net(x, y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if tcfg.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), tcfg.grad_clip)
-        opt.step()
+        loss = train_step(net, model, opt, tcfg, step, x, y, use_cuda)
         step += 1
         mean = loss.detach().float()
         if world > 1:

@@ -230,6 +230,63 @@ def load_model(path: str | os.PathLike, device: str | None = None) -> tuple[GPT,
     return model, ck
 
 
+def build_model(mcfg: GPTConfig, tcfg: TrainConfig, device, fused: bool) -> tuple[GPT, torch.optim.Optimizer]:
+    """The model, initialised from ``tcfg.seed`` (torch, NumPy and Python streams seeded), and its AdamW."""
+    torch.manual_seed(tcfg.seed)
+    np.random.seed(tcfg.seed)
+    random.seed(tcfg.seed)
+    model = GPT(mcfg).to(device)
+    opt = torch.optim.AdamW(
+        model.param_groups(tcfg.weight_decay, tcfg.lr, tcfg.decay_all), lr=tcfg.lr, betas=tuple(tcfg.betas),
+        fused=fused or None,
+    )
+    return model, opt
+
+
+def resume_from(path: Path, model: GPT, opt: torch.optim.Optimizer, tcfg: TrainConfig, device) -> tuple[dict, int, list]:
+    """Load ``path`` into ``model`` and ``opt``; returns (checkpoint, step, loss history). RNG states are the caller's."""
+    ck = torch.load(path, map_location=device, weights_only=True)
+    model.load_state_dict(ck["model"])
+    opt.load_state_dict(ck["optimizer"])
+    step = ck["step"]
+    if step > tcfg.steps:
+        raise ValueError(
+            f"steps={tcfg.steps} is below the checkpoint's step {step} ({path}); "
+            "pass a larger --steps or delete the checkpoint"
+        )
+    return ck, step, list(ck.get("history", []))
+
+
+def train_step(net: torch.nn.Module, model: GPT, opt: torch.optim.Optimizer, tcfg: TrainConfig, step: int,
+               x: torch.Tensor, y: torch.Tensor, use_amp: bool) -> torch.Tensor:
+    """One optimizer step at ``step`` (0-based): the schedule's lr (a fresh AdamW state at each of the
+    author's phases), forward through ``net`` (the model or its DDP wrapper), backward, clip, update."""
+    lr = lr_at(step, tcfg)
+    if tcfg.schedule == "phases" and step > 0 and phase_of(step, tcfg) != phase_of(step - 1, tcfg):
+        opt.state.clear()  # the author starts each phase with a fresh AdamW state
+    for g in opt.param_groups:
+        g["lr"] = lr * g.get("lr_mult", 1.0)
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=use_amp):
+        _, loss = net(x, y)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    if tcfg.grad_clip > 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), tcfg.grad_clip)
+    opt.step()
+    return loss
+
+
+def progress_bar(total: int, initial: int, desc: str, enabled: bool):
+    """A tqdm bar (None when disabled or tqdm is missing)."""
+    if not enabled:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, initial=initial, desc=desc, mininterval=2.0, dynamic_ncols=True)
+
+
 def train(
     variant: str,
     preset: str = "smoke",
@@ -270,27 +327,11 @@ def train(
     if corpus.vocab_size > mcfg.vocab_size:
         mcfg = GPTConfig(**{**mcfg.to_dict(), "vocab_size": corpus.vocab_size})
 
-    torch.manual_seed(tcfg.seed)
-    np.random.seed(tcfg.seed)
-    random.seed(tcfg.seed)
-    model = GPT(mcfg).to(device)
-    opt = torch.optim.AdamW(
-        model.param_groups(tcfg.weight_decay, tcfg.lr, tcfg.decay_all), lr=tcfg.lr, betas=tuple(tcfg.betas),
-        fused=device == "cuda" or None,
-    )
+    model, opt = build_model(mcfg, tcfg, device, device == "cuda")
     step = 0
     history: list[tuple[int, float]] = []
     if resume and path.exists():
-        ck = torch.load(path, map_location=device, weights_only=True)
-        model.load_state_dict(ck["model"])
-        opt.load_state_dict(ck["optimizer"])
-        step = ck["step"]
-        if step > tcfg.steps:
-            raise ValueError(
-                f"steps={tcfg.steps} is below the checkpoint's step {step} ({path}); "
-                "pass a larger --steps or delete the checkpoint"
-            )
-        history = list(ck.get("history", []))
+        ck, step, history = resume_from(path, model, opt, tcfg, device)
         torch.set_rng_state(ck["rng"]["torch"])
         if device == "cuda" and ck["rng"].get("cuda") is not None:
             torch.cuda.set_rng_state_all(ck["rng"]["cuda"])
@@ -318,32 +359,13 @@ def train(
 
     use_amp = device == "cuda"
     tokens_per_step = tcfg.batch_size * mcfg.block_size
-    bar = None
-    if progress:
-        try:
-            from tqdm import tqdm
-
-            bar = tqdm(total=tcfg.steps, initial=step, desc=f"{preset}/{variant}",
-                       mininterval=2.0, dynamic_ncols=True)
-        except ImportError:
-            bar = None
+    bar = progress_bar(tcfg.steps, step, f"{preset}/{variant}", progress)
     model.train()
     t0 = time.time()
     start_step = step
     while step < tcfg.steps:
-        lr = lr_at(step, tcfg)
-        if tcfg.schedule == "phases" and step > 0 and phase_of(step, tcfg) != phase_of(step - 1, tcfg):
-            opt.state.clear()  # the author starts each phase with a fresh AdamW state
-        for g in opt.param_groups:
-            g["lr"] = lr * g.get("lr_mult", 1.0)
         x, y = get_batch(corpus.train, step, tcfg.batch_size, mcfg.block_size, tcfg.seed, device)
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=use_amp):
-            _, loss = model(x, y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if tcfg.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), tcfg.grad_clip)
-        opt.step()
+        loss = train_step(model, model, opt, tcfg, step, x, y, use_amp)
         step += 1
         history.append((step, float(loss.item())))
         if bar is not None:
