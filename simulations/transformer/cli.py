@@ -103,7 +103,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
                   tokenizer=args.tokenizer, bpe_vocab=args.bpe_vocab)
     for r in res["verdicts"]["all"]["rows"]:
         print(f"  {r['row']}: {r['verdict']}")
-    print(f"holds={res['holds']} (no paper row contradicted, author's metric at {res['verdicts']['all']['multiple']}x)")
+    print(f"holds={res['holds']} (C6 holds when no paper row contradicts; author's metric at "
+          f"{res['verdicts']['all']['multiple']}x)")
     print(f"wrote {res['files']['csv']}, {res['files']['json']}, {res['files']['figure']} "
           f"in {res['seconds']:.0f}s")
     return 0

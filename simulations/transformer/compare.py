@@ -69,7 +69,7 @@ def _diffs(paths: dict[str, list[Path]], multiple: int, metric: str) -> dict[str
 
 
 def _job(preset: str, v: str, s: int, steps: int, data, path: str, device, progress: bool, threads: int | None,
-         tok: dict | None = None):
+         tok: dict | None = None, corpus=None):
     """Train (resume) and evaluate one (variant, seed); runs in a worker process when ``workers`` > 1."""
     import torch
 
@@ -77,7 +77,7 @@ def _job(preset: str, v: str, s: int, steps: int, data, path: str, device, progr
         torch.set_num_threads(threads)
     tok = tok or {}
     _, tcfg, ecfg = make_configs(v, preset, steps=steps, data=data, **tok)
-    corpus = load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)
+    corpus = corpus or load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)
     t1 = time.time()
     info = train(v, preset, steps=steps, seed=s, data=data, resume=True, ckpt=path, corpus=corpus,
                  progress=progress, device=device, **tok)
@@ -120,7 +120,7 @@ def compare(
     tok = {k: v for k, v in (("tokenizer", tokenizer), ("bpe_vocab", bpe_vocab)) if v is not None}
     root, fig_path, canonical = output_paths(preset + ("-bpe" if tokenizer == "bpe" else ""), results_dir, figure)
     _, tcfg, ecfg = make_configs(variants[0], preset, steps=steps, data=data, **tok)
-    corpus = load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)  # fail early on bad data
+    corpus = load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)  # workers load their own
     per_seed: dict[str, dict[int, list[dict]]] = {}
     paths: dict[str, list[Path]] = {}
     timings: dict[str, dict[str, float]] = {}
@@ -139,7 +139,7 @@ def compare(
 
     if workers == 1:
         for v, s, path in jobs:
-            done(*_job(preset, v, s, tcfg.steps, data, str(path), device, progress, None, tok))
+            done(*_job(preset, v, s, tcfg.steps, data, str(path), device, progress, None, tok, corpus))
     else:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor, as_completed

@@ -47,12 +47,13 @@ def sweep_checkpoint(variant: str, mult: float, seed: int = 0, root: Path | None
     return Path(root or RESULTS_DIR) / "checkpoints" / "cpu-lr-sweep" / f"{variant}-x{mult:g}-s{seed}.pt"
 
 
-def _train_eval(v: str, m: float, seed: int, path: str, progress: bool, threads: int | None) -> list[dict]:
+def _train_eval(v: str, m: float, seed: int, path: str, progress: bool, threads: int | None,
+                corpus=None) -> list[dict]:
     """Train (resume) and evaluate one (variant, multiplier); runs in a worker process when ``workers`` > 1."""
     if threads:
         torch.set_num_threads(threads)
     _, tcfg, ecfg = make_configs(v, "cpu")
-    corpus = load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)
+    corpus = corpus or load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)
     train(v, "cpu", seed=seed, resume=True, ckpt=path, corpus=corpus, progress=progress, device="cpu",
           angle_lr_mult=float(m))
     return evaluate_checkpoint(path, ecfg, corpus, 0, "cpu")
@@ -131,7 +132,7 @@ def run_sweep(mults=MULTS, variants=SWEEP_VARIANTS, seed: int = 0, root: Path | 
         with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as ex:
             evals = list(ex.map(_train_eval, *zip(*[(v, m, seed, p, False, 1) for v, m, p in jobs])))
     else:
-        evals = [_train_eval(v, m, seed, p, progress, None) for v, m, p in jobs]
+        evals = [_train_eval(v, m, seed, p, progress, None, corpus) for v, m, p in jobs]
     from .train import load_model
 
     rows = []
