@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 
 from stylized.families import FAMILY_NAMES, StepFamily, make_family
-from stylized.registry import Option, str_list
+from stylized.options import Choice, Choices, Float, Int
+from stylized.registry import Option
 
 __all__ = ["errorbar_rows", "family_options", "family_from_params", "families_from_params", "save_figure", "new_figure", "caption"]
 
@@ -16,12 +17,12 @@ def family_options(family_default: str = "householder", d_default: int = 64, mul
     """The options that pick a step family and its parameters."""
     fam_help = f"step family: {', '.join(FAMILY_NAMES)}" + (" (comma list, or 'all')" if multi else "")
     return (
-        Option("family", family_default, fam_help, str_list if multi else str),
-        Option("d", d_default, "dimension d (even for SO(2) families)", int),
-        Option("omega", 1.0, "so2-uniform: angle half-width ω in (0, π]", float),
-        Option("sigma", 0.5, "so2-normal: angle standard deviation σ > 0 (μ = 0)", float),
-        Option("p", 0.1, "lazy-haar: probability p ∈ (0, 1] of a Haar step", float),
-        Option("base", 10000.0, "rope-random: RoPE base (ω_b = base^(−2b/d))", float),
+        Option("family", family_default, fam_help, Choices(*FAMILY_NAMES, "all") if multi else Choice(*FAMILY_NAMES)),
+        Option("d", d_default, "dimension d (even for SO(2) families)", Int(2, 4096, size=True)),
+        Option("omega", 1.0, "so2-uniform: angle half-width ω in (0, π]", Float(0, np.pi, lo_open=True)),
+        Option("sigma", 0.5, "so2-normal: angle standard deviation σ > 0 (μ = 0)", Float(0, 1e6, lo_open=True)),
+        Option("p", 0.1, "lazy-haar: probability p ∈ (0, 1] of a Haar step", Float(0, 1, lo_open=True)),
+        Option("base", 10000.0, "rope-random: RoPE base (ω_b = base^(−2b/d))", Float(1, 1e12, lo_open=True)),
     )
 
 

@@ -6,73 +6,98 @@ from pathlib import Path
 
 import numpy as np
 
-from ._common import caption, errorbar_rows, finite, new_figure, save_figure
+from stylized import plotting as sp
 
 __all__ = ["plot_mixing"]
 
 
-def plot_mixing(result: dict, outdir: Path, name: str) -> list[Path]:
-    """Correlation vs route length (theory dashed, measured windows marked); window by context length; ‖E[P_n]‖_op."""
-    fig, (ax, ax2, ax3) = new_figure(ncols=3, width=5.6, height=4.8)
-    rows = result["rows"]
-    p = result["params"]
+def _correlation_panel(ax, rows: list[dict], eps: float) -> dict:
+    """|E[qᵀP_n q]| per family with 95% intervals beside qᵀE[M]ⁿq; rows whose interval holds 0 go to the floor."""
     colors = {}
+    unresolved = [r for r in rows if r["n"] > 0 and r["ci_low"] <= 0 <= r["ci_high"]]
+    floor = max((max(-r["ci_low"], r["ci_high"]) for r in unresolved), default=None)
     for fam in dict.fromkeys(r["family"] for r in rows):
         rs = [r for r in rows if r["family"] == fam and r["n"] > 0]
-        n = np.array([r["n"] for r in rs])
-        est, lo, hi, th = (finite([r[k] for r in rs]) for k in ("estimate", "ci_low", "ci_high", "theory"))
-        line = ax.errorbar(n, np.abs(est), yerr=[np.abs(est) - np.clip(np.abs(est) - (est - lo), 1e-12, None),
-                                                   hi - est], fmt="o", ms=4, capsize=2, label=f"{fam}")
-        colors[fam] = line[0].get_color()
-        ax.plot(n, np.clip(np.abs(th), 1e-12, None), "--", color=colors[fam], lw=1.2)
-    ax.axhline(p["eps"], color="0.3", lw=0.8)
+        n = np.array([r["n"] for r in rs], float)
+        est, lo, hi, th = (sp.as_float([r[k] for r in rs]) for k in ("estimate", "ci_low", "ci_high", "theory"))
+        sign = np.sign(est)
+        a_lo, a_hi = np.sort(np.stack([lo * sign, hi * sign]), axis=0)
+        ok = ~np.array([r in unresolved for r in rs])
+        colors[fam] = sp.theory_vs_measurement(ax, n[ok], np.abs(est[ok]), a_lo[ok], a_hi[ok], label=fam)
+        ax.plot(n, np.clip(np.abs(th), 1e-12, None), "--", color=colors[fam], lw=1.0)
+        if (~ok).any():
+            ax.plot(n[~ok], np.maximum(np.abs(lo[~ok]), np.abs(hi[~ok])), "v", mfc="none", ms=4, color=colors[fam])
+    ax.axhline(eps, color="0.2", lw=0.9, ls="-.")
+    ax.text(1.05, eps * 1.15, rf"$\varepsilon = {eps:g}$", fontsize=7, color="0.2", va="bottom")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_ylim(1e-4, 1.5)
-    ax.set_xlabel("route length n = i − j (steps)")
-    ax.set_ylabel("|E[qᵀ P_n q]|  (correlation with the query)")
-    ax.set_title(f"C1: correlation decay (grey: ε = {p['eps']:g})", fontsize=10)
-    ax.legend(fontsize=8, ncol=2, title="dashed: qᵀE[M]ⁿq", title_fontsize=8)
-    wins = result.get("windows", [])
+    ax.set_ylim(1e-4, 1.6)
+    if floor is not None:
+        sp.noise_floor(ax, floor, label="noise floor: 95% CI contains 0 (▽ = upper end)")
+    ax.plot([], [], "k--", lw=1.0, label=r"theory $q^\top \mathbb{E}[M]^n q$")
+    ax.set_xlabel(r"route length $n = i - j$ (steps)")
+    ax.set_ylabel(r"$|\mathbb{E}[q^\top P_n q]|$")
+    ax.set_title("C1: correlation with the query decays with the route length")
+    ax.figure.legend(*ax.get_legend_handles_labels(), loc="outside upper center", ncol=4)
+    return colors
+
+
+def _window_panel(ax, wins: list[dict], colors: dict) -> None:
     fams = list(dict.fromkeys(w["family"] for w in wins))
     Ls = sorted(set(w["L"] for w in wins))
+    for j, L in enumerate(Ls):
+        ax.plot([], [], "os^v"[j % 4], color="0.3", mfc="0.3" if j == 0 else "none", label=f"measured, L = {L:,}")
+    ax.plot([], [], "_", color="k", ms=10, mew=1.5, label=r"theory: exact crossing $n^*$")
     for i, fam in enumerate(fams):
         c = colors.get(fam, f"C{i}")
+        if all(x["window"] is None for x in wins if x["family"] == fam):
+            ax.text(i, 1.0, "no crossing\nbefore L", ha="center", va="bottom", fontsize=6, color=c, rotation=90)
         for j, L in enumerate(Ls):
             w = next(x for x in wins if x["family"] == fam and x["L"] == L)
-            x = i + (j - (len(Ls) - 1) / 2) * 0.25
+            x = i + (j - (len(Ls) - 1) / 2) * 0.28
             if w["window"] is None:
-                ax2.annotate("none < L", (x, 1.3), ha="center", fontsize=7, color=c, rotation=90)
                 continue
-            ax2.errorbar([x], [w["window"]], yerr=[[w["window"] - w["window_low"]], [w["window_high"] - w["window"]]],
-                         fmt="os^v"[j % 4], color=c, ms=5, capsize=2, mfc="none" if j else c,
-                         label=f"L = {L:,}" if i == 0 or not ax2.get_legend_handles_labels()[1] else None)
+            ax.errorbar([x], [w["window"]], yerr=[[w["window"] - w["window_low"]], [w["window_high"] - w["window"]]],
+                        fmt="os^v"[j % 4], color=c, mfc=c if j == 0 else "none")
             if w["exact_crossing"] is not None:
-                ax2.hlines(w["exact_crossing"], x - 0.1, x + 0.1, color="k", lw=1.2)
-    ax2.set_xticks(range(len(fams)), fams, rotation=30, ha="right", fontsize=8)
-    ax2.set_yscale("log")
-    ax2.set_ylim(0.7, None)
-    ax2.set_ylabel("measured window: first n with correlation < ε")
-    ax2.set_title("window vs context length (black: exact crossing n*)", fontsize=10)
-    handles, labels = ax2.get_legend_handles_labels()
-    if handles:
-        ax2.legend(handles[: len(Ls)], [f"L = {L:,}" for L in Ls], fontsize=8)
-    op = result.get("op_norm", [])
+                ax.hlines(w["exact_crossing"], x - 0.12, x + 0.12, color="k", lw=1.5, zorder=4)
+    ax.set_xticks(range(len(fams)), fams, rotation=35, ha="right")
+    ax.set_yscale("log")
+    top = max((w["window_high"] or 1 for w in wins), default=10)
+    ax.set_ylim(0.8, top * 30)
+    ax.set_ylabel(r"window $W(\varepsilon)$: first $n$ with correlation $< \varepsilon$")
+    ax.set_title("window vs context length L")
+    ax.legend(loc="upper left")
+
+
+def _opnorm_panel(ax, op: list[dict], colors: dict, d_op) -> None:
+    noise = 2 / np.sqrt(op[0]["n_samples"]) if op else None
     for fam in dict.fromkeys(r["family"] for r in op):
         rs = [r for r in op if r["family"] == fam]
-        n = np.array([r["n"] for r in rs])
-        errorbar_rows(ax3, n, rs, fmt="o", ms=4, capsize=2, color=colors.get(fam), label=fam)
-        ax3.plot(n, np.clip([r["bound"] for r in rs], 1e-4, None), "--", color=colors.get(fam), lw=1)
-    if op:
-        ax3.axhline(2 / np.sqrt(op[0]["n_samples"]), color="0.5", ls=":", lw=1, label="noise level 2/√T")
-    ax3.set_yscale("log")
-    ax3.set_ylim(1e-3, 1.5)
-    ax3.set_xlabel("route length n (steps)")
-    ax3.set_ylabel("‖E[P_n]‖_op from sampled dense products")
-    ax3.set_title(f"operator norm at d = {p.get('d_op', '?')} (dashed: bound (1 − γ)ⁿ)", fontsize=10)
-    ax3.legend(fontsize=7, ncol=2)
-    caption(fig, f"d={p['d']}, ω={p['omega']}, σ={p['sigma']}, p={p['p']}, base={p['base']}; {p['trials']} chains per family "
-                 f"(left), {p.get('window_steps', 0):,} steps per family and L (middle), {p.get('trials_op', 0)} dense "
-                 f"products (right); seed {p['seed']}; bars: 95% CI per row (left), crossing interval joint over windows at "
-                 f"1−0.05/3 (middle), joint at 1−0.05/3 (right)")
-    return [save_figure(fig, outdir, name)]
+        n = [r["n"] for r in rs]
+        sp.theory_vs_measurement(ax, n, *([r[k] for r in rs] for k in ("estimate", "ci_low", "ci_high")),
+                                 theory=np.clip([r["bound"] for r in rs], 1e-4, None), color=colors.get(fam), floor=noise)
+    ax.set_yscale("log")
+    ax.set_ylim(1e-3, 1.6)
+    if noise is not None:
+        sp.noise_floor(ax, noise, label=r"noise level $2/\sqrt{T}$ (▽: upper end of CI)")
+        ax.legend(loc="lower left")
+    ax.set_xlabel(r"route length $n$ (steps)")
+    ax.set_ylabel(r"$\|\mathbb{E}[P_n]\|_{op}$ (dense products)")
+    ax.set_title(rf"operator norm, $d = {d_op}$; dashed: $(1-\gamma)^n$")
+
+
+@sp.themed
+def plot_mixing(result: dict, outdir: Path, name: str) -> list[Path]:
+    """Correlation vs route length (theory dashed, noise floor shaded); window by context length; ‖E[P_n]‖_op."""
+    p = result["params"]
+    fig, ax = sp.mosaic([["corr", "corr"], ["win", "op"]], height=6.6, height_ratios=[1.1, 1.0])
+    colors = _correlation_panel(ax["corr"], result["rows"], p["eps"])
+    _window_panel(ax["win"], result.get("windows", []), colors)
+    _opnorm_panel(ax["op"], result.get("op_norm", []), colors, p.get("d_op", "?"))
+    sp.caption(fig, f"d={p['d']}, ω={p['omega']}, σ={p['sigma']}, p={p['p']}, base={p['base']}; {p['trials']} chains per "
+                    f"family (top), {p.get('window_steps', 0):,} steps per family and L (bottom left), "
+                    f"{p.get('trials_op', 0)} dense products (bottom right); seed {p['seed']}. Bars: 95% CI per row "
+                    "(top), crossing interval joint over windows at 1−0.05/3 (bottom left), joint at 1−0.05/3 "
+                    "(bottom right).")
+    return [sp.save(fig, Path(outdir) / name)]

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from stylized import plotting as sp
 from stylized.farmass import (
     adversarial_search,
     extreme_far_mass,
@@ -35,9 +36,8 @@ from stylized.farmass import (
     streamed_far_masses,
 )
 from stylized.montecarlo import check_positive_int, progress
+from stylized.options import Float, Int
 from stylized.registry import Check, Mutant, Option, headline, register
-
-from ._common import caption, new_figure, save_figure
 
 NAME = "far-mass-bound"
 _GROUP = 8  # random trials per batch (one progress step); numpy/cupy stream a batch in lock-step
@@ -109,37 +109,38 @@ def _bar(it, total, enabled):
     return progress(it, total=total, desc=NAME, enabled=enabled)
 
 
+@sp.themed
 def plot(result: dict, outdir: Path) -> list[Path]:
     """Left: random-trial ρ_D against the bound; right: adversarial gap ρ_D − bound against δ (log-log)."""
     rows = result["rows"]
     main, adv = rows[0], [r for r in rows if str(r["variant"]).startswith("adversarial")]
     p = result["params"]
-    fig, (a1, a2) = new_figure(ncols=2, width=6.0, height=4.4)
+    fig, (a1, a2) = sp.figure(1, 2, height=3.3)
     rand = np.asarray(result["random_rho"])
     a1.plot(np.arange(1, rand.size + 1), rand, "o", ms=4, label="random trials (logits U[−λ, λ])")
     if adv:
         a1.plot(np.full(len(adv), rand.size + 2), [r["estimate"] for r in adv], "s", ms=4, color="C3",
                 label="adversarial draws (δ → 0)")
-    a1.axhline(main["bound"], color="k", ls="--", lw=1.2, label="bound M/(M + K e^{2λ})")
-    a1.plot([rand.size + 4], [main["equality"]], "*", ms=12, color="C2", label="extreme config (near +λ, far −λ)")
+    a1.axhline(main["bound"], color="k", ls="--", lw=1.2, label=r"bound $M/(M + K e^{2\lambda})$")
+    a1.plot([rand.size + 4], [main["equality"]], "*", ms=12, color="C2", label=r"extreme config (near $+\lambda$, far $-\lambda$)")
     a1.set_xlabel("trial index")
-    a1.set_ylabel("far mass ρ_D")
-    a1.set_title("ρ_D never falls below the bound")
-    a1.legend(fontsize=8, loc="best")
+    a1.set_ylabel(r"far mass $\rho_D$")
+    a1.set_title(r"C4: $\rho_D$ never falls below the bound")
+    a1.legend(loc="center left")
     if adv:
         d = np.array([r["delta"] for r in adv])
         g = np.array([r["gap"] for r in adv])
         pos = g > 0
-        a2.loglog(d[pos], g[pos], "o-", color="C3", label="ρ_D − bound (adversarial)")
-        a2.loglog(d, d * g[-1] / d[-1], ":", color="0.4", label="∝ δ (reference)")
-        a2.set_xlabel("δ = band width / 2λ  (near U[λ−2λδ, λ], far U[−λ, −λ+2λδ])", fontsize=9)
-        a2.set_ylabel("gap ρ_D − bound (≥ 0)")
+        a2.loglog(d[pos], g[pos], "o-", color="C3", label=r"$\rho_D$ − bound (adversarial)")
+        a2.loglog(d, d * g[-1] / d[-1], ":", color="0.4", label=r"$\propto \delta$ (reference)")
+        a2.set_xlabel(r"$\delta$ = band width / $2\lambda$")
+        a2.set_ylabel(r"gap $\rho_D$ − bound ($\geq 0$)")
         a2.set_title("tightness: the gap closes at the corner")
-        a2.legend(fontsize=8)
-    caption(fig, f"K={p['K']}, M={p['M']:,} (streamed, never materialised), λ={p['lam']}; {p['trials']} random trials, "
+        a2.legend(loc="upper left")
+    sp.caption(fig, f"K={p['K']}, M={p['M']:,} (streamed, never materialised), λ={p['lam']}; {p['trials']} random trials, "
                  f"{p['adversarial']} adversarial draws, seed {p['seed']}; bound {main['bound']:.6g}, "
-                 f"extreme config rel. diff {main['equality_rel_err']:.1e}")
-    return [save_figure(fig, outdir, NAME)]
+                 f"extreme config rel. diff {main['equality_rel_err']:.1e}; adversarial logits: near U[λ−2λδ, λ], far U[−λ, −λ+2λδ]")
+    return [sp.save(fig, Path(outdir) / NAME)]
 
 
 def _wrong_bound(factor: float = 1.0, exponent: float = 2.0):
@@ -174,11 +175,11 @@ CHECK = register(Check(
     statement="Under full softmax with |logits| ≤ λ, no random or adversarial draw gives ρ_D < M_L/(M_L + K e^{2λ}), "
               "and the extreme configuration (near +λ, far −λ) attains it to rounding.",
     options=(
-        Option("K", 16, "near sources K (≥ 0)", int),
-        Option("M", 10**8, "far sources M_L (≥ 0, up to 10¹⁰; streamed)", int),
-        Option("lam", 8.0, "logit bound λ ≥ 0", float),
-        Option("trials", 32, "random trials (logits uniform in [−λ, λ])", int),
-        Option("adversarial", 30, "adversarial draws δ = 2^−k, k < adversarial", int),
+        Option("K", 16, "near sources K (≥ 0)", Int(0, 10**6, size=True)),
+        Option("M", 10**8, "far sources M_L (≥ 0, up to 10¹⁰; streamed)", Int(0, 10**10, size=True)),
+        Option("lam", 8.0, "logit bound λ ≥ 0", Float(0, 100)),
+        Option("trials", 32, "random trials (logits uniform in [−λ, λ])", Int(1, 10**5, size=True)),
+        Option("adversarial", 30, "adversarial draws δ = 2^−k, k < adversarial", Int(0, 60)),
     ),
     run=run,
     plot=plot,

@@ -37,12 +37,13 @@ import math
 
 import numpy as np
 
-from stylized.bounds import far_mass_lower_bound, lambda_required
+from stylized.bounds import alibi_far_mass_bound, far_mass_lower_bound, lambda_required
 from stylized.estimators import bonferroni_level, mean_ci
-from stylized.farmass import CONTROLS, GrowthModel, alibi_far_mass_bound, growth_trials, horizon_trials
+from stylized.farmass import CONTROLS, GrowthModel, growth_trials, horizon_trials
 from stylized.growth import horizon_crossing, mean_near_sum, predict_growth, ratio_of_means, wald_horizon
 from stylized.montecarlo import check_positive_int, chunked_generators, progress
-from stylized.registry import Check, Mutant, Option, float_list, headline, int_list, register, str_list
+from stylized.options import Choice, Choices, Float, FloatList, Int, IntList
+from stylized.registry import Check, Mutant, Option, headline, register
 from stylized.weight_laws import FarLaw, near_chain
 
 from ._common import family_from_params, family_options
@@ -266,21 +267,21 @@ CHECK = register(Check(
               "with ALiBi or the forget gate ρ_D stops growing and with log-scaling it falls, each as predicted; "
               "no trial crosses the C4 bounds.",
     options=family_options("householder", 64) + (
-        Option("lam", 10.0, "logit scale λ ≥ 0", float),
-        Option("D", 16, "near window D (K = D near sources)", int),
-        Option("near", "all", "near keys aligned with q: 'all' (every near key = q) or 'target' (route length 0 only)", str),
-        Option("L", [2**k for k in range(9, 21)], "context lengths L (comma list, > D)", int_list),
-        Option("L_sim", 65536, "longest context simulated literally; longer ones streamed from the exact far law", int),
-        Option("control", list(CONTROLS), f"controls (comma list of {', '.join(CONTROLS)})", str_list),
-        Option("m", 1 / 16, "ALiBi slope m > 0", float),
-        Option("L_train", 512, "log-scaling training length (logits × ln L / ln L_train)", int),
-        Option("gate", 4.0, "forget-gate logit mean (f = σ(g), g ~ N(gate, gate_sd²))", float),
-        Option("gate_sd", 1.0, "forget-gate logit standard deviation ≥ 0", float),
-        Option("beta", 0.5, "contraction I − β w wᵀ, β ∈ (0, 2)", float),
-        Option("trials", 20, "queries (independent contexts)", int),
-        Option("horizon_lam", [4.0, 6.0, 8.0, 10.0, 12.0], "λ values of the horizon (comma list)", float_list),
-        Option("horizon_trials", 64, "queries per λ for the horizon", int),
-        Option("eps", [0.5, 0.1, 0.01], "targets ε of the required-λ curves (comma list)", float_list),
+        Option("lam", 10.0, "logit scale λ ≥ 0", Float(0, 100)),
+        Option("D", 16, "near window D (K = D near sources)", Int(1, 4096, size=True)),
+        Option("near", "all", "near keys aligned with q: 'all' (every near key = q) or 'target' (route length 0 only)", Choice("all", "target")),
+        Option("L", [2**k for k in range(9, 21)], "context lengths L (comma list, > D)", IntList(2, 2**40, size=True)),
+        Option("L_sim", 65536, "longest context simulated literally; longer ones streamed from the exact far law", Int(2, 2**22, size=True)),
+        Option("control", list(CONTROLS), f"controls (comma list of {', '.join(CONTROLS)})", Choices(*CONTROLS)),
+        Option("m", 1 / 16, "ALiBi slope m > 0", Float(0, 100, lo_open=True)),
+        Option("L_train", 512, "log-scaling training length (logits × ln L / ln L_train)", Int(2, 2**40)),
+        Option("gate", 4.0, "forget-gate logit mean (f = σ(g), g ~ N(gate, gate_sd²))", Float(-100, 100)),
+        Option("gate_sd", 1.0, "forget-gate logit standard deviation ≥ 0", Float(0, 100)),
+        Option("beta", 0.5, "contraction I − β w wᵀ, β ∈ (0, 2)", Float(0, 2, lo_open=True, hi_open=True)),
+        Option("trials", 20, "queries (independent contexts)", Int(1, 10**5, size=True)),
+        Option("horizon_lam", [4.0, 6.0, 8.0, 10.0, 12.0], "λ values of the horizon (comma list)", FloatList(0, 16)),
+        Option("horizon_trials", 64, "queries per λ for the horizon", Int(2, 10**5, size=True)),
+        Option("eps", [0.5, 0.1, 0.01], "targets ε of the required-λ curves (comma list)", FloatList(0, 1, lo_open=True, hi_open=True)),
     ),
     run=run,
     plot=plot,

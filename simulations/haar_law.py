@@ -34,16 +34,19 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from stylized import plotting as sp
 from stylized import score_laws as laws
 from stylized.bounds import hoeffding_tail, levy_tail
 from stylized.estimators import proportion_ci
+from stylized.families import FAMILY_NAMES
 from stylized.montecarlo import check_positive_int
-from stylized.registry import Check, Mutant, Option, float_list, headline, register, str_list
+from stylized.options import Choices, FloatList, Int
+from stylized.registry import Check, Mutant, Option, headline, register
 from stylized.sampling import equal_energy_query
 from stylized.score_chains import score_chains
 from stylized.score_laws import HaarCoordinate, UniformPhaseSum, far_score_law
 
-from ._common import caption, errorbar_rows, family_from_params, family_options, new_figure, save_figure
+from ._common import family_from_params, family_options
 
 NAME = "haar-law"
 CHUNK = 4096  # trials per kernel call
@@ -61,10 +64,13 @@ def transport(family, n: int, size: int, seed, q: np.ndarray, k: np.ndarray, bac
 
 def _route_length(params: dict, fam) -> int:
     if params["n"] is not None:
-        return check_positive_int("n", params["n"], 0)
+        return check_positive_int("n", params["n"], 1)  # n = 0 transports nothing: a constant score, no law
     W = fam.mixing_window(0.01)
     if not math.isfinite(W):
         raise ValueError(f"{fam.name} never mixes (γ = 0): give --n")
+    if 3 * W > 10**5:  # the default route length is a size too: refuse before allocating it
+        raise ValueError(f"--n: the default ⌈3·W(0.01)⌉ = {3 * W:.3g} for {fam.name} exceeds 10^5 (it mixes too slowly); "
+                         "give --n, or a faster-mixing family parameter")
     return int(math.ceil(3 * W))
 
 
@@ -159,38 +165,43 @@ def _plot_data(s, law, u, qk, ts) -> dict:
             "bound": bound.tolist()}
 
 
+@sp.themed
 def plot(result: dict, outdir: Path) -> list[Path]:
     """Left: histograms of far scores over the exact laws' densities (log y).  Right: tails with the bounds."""
     p = result["params"]
-    fig, (ax1, ax2) = new_figure(ncols=2, width=6.0, height=4.4)
+    fig, (ax1, ax2) = sp.figure(1, 2, height=3.4)
     lows = []
     for i, (name, pl) in enumerate(result["plots"].items()):
         e, c = np.array(pl["edges"]), np.array(pl["counts"], float)
         w = np.diff(e)
-        ax1.stairs(c / c.sum() / w, e, color=f"C{i}", lw=1.4, label=f"{name} ({int(c.sum()):,} scores)")
+        ax1.stairs(c / c.sum() / w, e, color=f"C{i}", lw=1.2, label=name)
         if pl["law_density"] is not None:
             ax1.plot(0.5 * (e[1:] + e[:-1]), pl["law_density"], "--", color=f"C{i}", lw=1.0)
         lows.append(0.5 / c.sum() / w.mean())
-        ax2.step(pl["t"], np.clip(pl["empirical"], 1e-12, None), where="post", color=f"C{i}", label=f"{name}")
+        ax2.step(pl["t"], np.clip(pl["empirical"], 1e-12, None), where="post", color=f"C{i}", lw=0.9, alpha=0.6)
         ax2.plot(pl["t"], np.clip(pl["law"], 1e-12, None), "--", color=f"C{i}", lw=1.0)
         ax2.plot(pl["t"], pl["bound"], ":", color=f"C{i}", lw=1.0)
         rs = [r for r in result["rows"] if r["family"] == name]
-        errorbar_rows(ax2, [r["t"] for r in rs], rs, floor=1e-12, fmt="o", color=f"C{i}", ms=3, capsize=2)
+        sp.theory_vs_measurement(ax2, [r["t"] for r in rs], *([r[k] for r in rs] for k in ("estimate", "ci_low", "ci_high")),
+                                 color=f"C{i}", label=name, floor=3.0 / p["trials"])
     ax1.set_yscale("log")
     ax1.set_ylim(bottom=min(lows))
-    ax1.set_xlabel("far score s = qᵀ P_n k  (unit q, k; k = q)")
+    ax1.set_xlabel(r"far score $s = q^\top P_n k$ (unit $q = k$)")
     ax1.set_ylabel("density")
-    ax1.set_title("C2: far-score laws (dashed: exact)")
-    ax1.legend(fontsize=8)
+    ax1.set_title("C2: far-score laws (dashed: exact density)")
     ax2.set_yscale("log")
     ax2.set_ylim(max(0.2 / p["trials"], 1e-9), 1.5)
-    ax2.set_xlabel("threshold t")
-    ax2.set_ylabel("P(s ≥ t)")
-    ax2.set_title("tails: Monte Carlo, exact (--), bound (··)")
-    ax2.legend(fontsize=8)
+    sp.noise_floor(ax2, 3.0 / p["trials"], label=r"unresolved: $< 3/n$ (▽: CI upper end)")
+    ax2.plot([], [], "k--", lw=1.0, label="exact law")
+    ax2.plot([], [], "k:", lw=1.0, label="bound")
+    ax2.plot([], [], "k-", lw=0.9, alpha=0.6, label="empirical tail")
+    ax2.set_xlabel(r"threshold $t$")
+    ax2.set_ylabel(r"$P(s \geq t)$")
+    ax2.set_title("tails: measured vs exact law and bound")
+    fig.legend(*ax2.get_legend_handles_labels(), loc="outside upper center", ncol=4)
     fam_txt = ", ".join(f"{f['family']} n={f['n']} (W={f['W']:g})" for f in result["families"])
-    caption(fig, f"d={p['d']}; {fam_txt}; {p['trials']:,} trials per family, seed {p['seed']}; real transport, k = q")
-    return [save_figure(fig, outdir, NAME)]
+    sp.caption(fig, f"d={p['d']}; {fam_txt}; {p['trials']:,} trials per family, seed {p['seed']}; real transport, k = q; bars: 95% CI")
+    return [sp.save(fig, Path(outdir) / NAME)]
 
 
 # ---------------------------------------------------------------------------------------
@@ -232,12 +243,12 @@ CHECK = register(Check(
     statement="Past the mixing window, s = qᵀP_n k for k = q, transported along real routes, follows the exact "
               "Haar-coordinate law (O(d) families: householder, haar) or the exact uniform-phase law Σ_b a_b cos U_b "
               "(SO(2) blocks): KS and tail tests against the closed-form CDFs.",
-    options=(Option("family", ["householder", "so2-uniform", "haar"], "step families (comma list)", str_list),
-             Option("d", 64, "dimension d (even for SO(2) families)", int))
+    options=(Option("family", ["householder", "so2-uniform", "haar"], "step families (comma list)", Choices(*FAMILY_NAMES)),
+             Option("d", 64, "dimension d (even for SO(2) families)", Int(2, 4096, size=True)))
     + family_options()[2:] + (
-        Option("n", None, "route length n (default ⌈3·W(0.01)⌉ of each family)", int),
-        Option("trials", 10000, "transported scores per family", int),
-        Option("t", [0.1, 0.2, 0.3, 0.4], "tail thresholds t (comma list)", float_list),
+        Option("n", None, "route length n (default ⌈3·W(0.01)⌉ of each family)", Int(1, 10**6, optional=True, size=True, nominal=500)),
+        Option("trials", 10000, "transported scores per family", Int(20, 10**7, size=True)),
+        Option("t", [0.1, 0.2, 0.3, 0.4], "tail thresholds t (comma list)", FloatList(0, 1, hi_open=True)),
     ),
     run=run,
     plot=plot,

@@ -43,7 +43,8 @@ from stylized.backend import array_namespace, to_numpy, xp_generator
 from stylized.estimators import bonferroni_level, mean_ci, rounding_tolerance
 from stylized.families import FAMILY_NAMES, SO2Family, StepFamily
 from stylized.montecarlo import check_positive_int, chunked_generators, progress
-from stylized.registry import Check, Mutant, Option, headline, int_list, register
+from stylized.options import Float, Int, IntList
+from stylized.registry import Check, Mutant, Option, headline, register
 from stylized.sampling import XP_CHUNK_ELEMENTS, equal_energy_query, sample_overlaps, sample_steps
 from stylized.scores import (
     first_crossing,
@@ -365,14 +366,14 @@ CHECK = register(Check(
                "below ε matches the closed-form crossing n* at every context length L (the window does not grow "
                "with L); ‖E[P_n]‖_op of sampled dense products matches ‖E[M]ⁿ‖_op ≤ (1−γ)ⁿ. Joint level 95%."),
     options=family_options("all", 64, multi=True) + (
-        Option("n", [0, 1, 2, 5, 10, 20, 50, 100, 200, 500], "route lengths n (comma list)", int_list),
-        Option("trials", 4000, "Monte Carlo chains per family", int),
-        Option("L", [512, 65536], "context lengths L for the window measurement (comma list)", int_list),
-        Option("eps", 0.05, "correlation level ε defining the window W(ε)", float),
-        Option("window_steps", 1 << 18, "steps simulated per family and L (contexts = steps / L)", int),
-        Option("d_op", 16, "dimension of the dense products for ‖E[P_n]‖_op (≤ 32)", int),
-        Option("n_op", [1, 2, 5, 10, 20, 40], "route lengths for ‖E[P_n]‖_op (comma list)", int_list),
-        Option("trials_op", 1000, "dense products per family for ‖E[P_n]‖_op", int),
+        Option("n", [0, 1, 2, 5, 10, 20, 50, 100, 200, 500], "route lengths n (comma list)", IntList(0, 10**6, size=True)),
+        Option("trials", 4000, "Monte Carlo chains per family", Int(2, 10**7, size=True)),
+        Option("L", [512, 65536], "context lengths L for the window measurement (comma list)", IntList(2, 2**30, size=True)),
+        Option("eps", 0.05, "correlation level ε defining the window W(ε)", Float(0, 1, lo_open=True, hi_open=True)),
+        Option("window_steps", 1 << 18, "steps simulated per family and L (contexts = steps / L)", Int(1, 2**32, size=True)),
+        Option("d_op", 16, "dimension of the dense products for ‖E[P_n]‖_op (≤ 32)", Int(2, 32, size=True)),
+        Option("n_op", [1, 2, 5, 10, 20, 40], "route lengths for ‖E[P_n]‖_op (comma list)", IntList(0, 10**5, size=True)),
+        Option("trials_op", 1000, "dense products per family for ‖E[P_n]‖_op", Int(10, 10**6, size=True)),
     ),
     run=run,
     plot=plot,

@@ -31,15 +31,15 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from stylized import plotting as sp
 from stylized.backend import array_namespace, to_numpy, xp_generator
 from stylized.families import RopeRandom
 from stylized.montecarlo import check_positive_int
 from stylized.montecarlo import progress as _progress
+from stylized.options import Float, Int
 from stylized.registry import Check, Mutant, Option, headline, register
 from stylized.sampling import sample_steps
 from stylized.scores import first_crossing, so2_pair_correlation
-
-from ._common import caption, errorbar_rows, new_figure, save_figure
 
 NAME = "mixing-spectrum"
 
@@ -59,7 +59,7 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
     if not 0.0 < eps < 1.0:
         raise ValueError(f"eps must lie in (0, 1), got {eps!r}")
     Lt = check_positive_int("L_train", params["L_train"], 2)
-    Le = check_positive_int("L_eval", params["L_eval"], 2)
+    Le = check_positive_int("L_eval", params["L_eval"], 3)
     chains = check_positive_int("chains", params["chains"], 3)
     B = fam.n_planes
     xp, xrng = array_namespace(backend), xp_generator(backend, np.random.default_rng(seed))
@@ -116,16 +116,17 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
     }
 
 
+@sp.themed
 def plot(result: dict, outdir: Path) -> list[Path]:
     """Left: window per plane (log y) with L_train and L_eval.  Right: per-plane correlation decay."""
     p = result["params"]
     rows = result["rows"]
-    fig, (ax1, ax2) = new_figure(ncols=2, width=6.2, height=4.6)
+    fig, (ax1, ax2) = sp.figure(2, 1, height=6.6)
     b = np.array([r["plane"] for r in rows])
-    ax1.semilogy(b, [r["theory"] for r in rows], "k.-", lw=1, label="W_b(ε) = ⌈ln ε / ln sinc ω_b⌉")
+    ax1.semilogy(b, [r["theory"] for r in rows], "k--", lw=1, label=r"theory $W_b(\varepsilon) = \lceil \ln\varepsilon / \ln \mathrm{sinc}\,\omega_b \rceil$")
     m = [r for r in rows if r["estimate"] is not None and r["resolved"]]
-    errorbar_rows(ax1, [r["plane"] for r in m], m, fmt="o", color="C0", ms=5, mfc="none", capsize=2,
-                  label="measured first crossing (joint 95%)")
+    sp.theory_vs_measurement(ax1, [r["plane"] for r in m], *([r[k] for r in m] for k in ("estimate", "ci_low", "ci_high")),
+                             color="C0", mfc="none", label="measured first crossing (joint 95%)")
     u = [r for r in rows if r["ci_low"] is not None and not r["resolved"]]
     if u:  # lower end only: the upper end lies beyond the context
         ax1.vlines([r["plane"] for r in u], [r["ci_low"] for r in u], p["L_eval"], color="C1", lw=1.5)
@@ -133,34 +134,42 @@ def plot(result: dict, outdir: Path) -> list[Path]:
                  label="unresolved: window ≥ lower end")
     ax1.axhline(p["L_train"], color="C2", ls="--", lw=1.2, label=f"training length {p['L_train']}")
     ax1.axhline(p["L_eval"], color="C3", ls="--", lw=1.2, label=f"evaluation length {p['L_eval']:,}")
-    ax1.set_xlabel("plane b  (ω_b = base^(−2b/d))")
-    ax1.set_ylabel("mixing window W_b (route length, steps)")
-    ax1.set_title(f"C1: window per plane — {result['planes_train']} planes mix within {p['L_train']}, "
-                  f"{result['planes_eval']} within {p['L_eval']:,}", fontsize=10)
-    ax1.legend(fontsize=8, loc="upper left")
+    ax1.set_xlabel(r"plane $b$  ($\omega_b = \mathrm{base}^{-2b/d}$)")
+    ax1.set_ylabel(r"mixing window $W_b$ (steps)")
+    ax1.set_title(f"C1: window per plane ({result['planes_train']} planes mix within {p['L_train']}, "
+                  f"{result['planes_eval']} within {p['L_eval']:,})")
+    ax1.set_ylim(top=ax1.get_ylim()[1] * 30)
+    ax1.legend(loc="upper left", ncol=2)
     cv = result["curves"]
     n = np.array(cv["n"])
     B = len(rows)
     import matplotlib as mpl
 
     cmap = mpl.colormaps["viridis"]
+    mean, half = np.asarray(cv["mean"], float), np.asarray(cv["half"], float)
+    floor = float(np.median(half[:, -1]))  # 95% half-width where every plane has decorrelated
     for k in range(0, B, max(1, B // 8)):
         col = cmap(k / max(B - 1, 1))
-        ax2.plot(n, np.clip(cv["mean"][k], 1e-4, None), color=col, lw=1.4, label=f"b={k}, ω={rows[k]['omega']:.2g}")
-        ax2.plot(n, np.clip(rows[k]["chi"] ** n, 1e-4, None), color=col, ls=":", lw=1)
-    ax2.axhline(p["eps"], color="0.3", lw=0.8)
+        ok = mean[k] - half[k] > 0  # resolved from zero
+        ax2.plot(n, np.where(ok, mean[k], np.nan), color=col, lw=1.3, label=rf"$b={k}$, $\omega_b={rows[k]['omega']:.2g}$")
+        ax2.fill_between(n, np.where(ok, mean[k] - half[k], np.nan), mean[k] + half[k], color=col, alpha=0.25, lw=0)
+        ax2.plot(n, np.clip(rows[k]["chi"] ** n, 1e-4, None), color=col, ls="--", lw=0.9)
+    ax2.axhline(p["eps"], color="0.2", lw=0.9, ls="-.")
     ax2.axvline(p["L_train"], color="C2", ls="--", lw=1)
     ax2.axvline(p["L_eval"], color="C3", ls="--", lw=1)
     ax2.set_xscale("log")
     ax2.set_yscale("log")
     ax2.set_ylim(1e-3, 1.5)
+    sp.noise_floor(ax2, floor, label="noise floor (95% half-width)")
+    ax2.plot([], [], "k--", lw=0.9, label=r"theory $\mathrm{sinc}(\omega_b)^n$")
     ax2.set_xlabel("route length n (steps)")
-    ax2.set_ylabel("E[cos A_{n,b}]  (per-plane correlation)")
-    ax2.set_title(f"per-plane decay (dotted: sinc(ω_b)ⁿ; grey: ε = {p['eps']:g})", fontsize=10)
-    ax2.legend(fontsize=7, ncol=2)
-    caption(fig, f"rope-random, d={p['d']}, base={p['base']:g}, ε={p['eps']:g}; {p['chains']} contexts of "
-                 f"{p['L_eval']:,} tokens, correlation averaged over all pairs (curves shown to n = L/2); seed {p['seed']}; values < 1e-4 clipped")
-    return [save_figure(fig, outdir, NAME)]
+    ax2.set_ylabel(r"$\mathbb{E}[\cos A_{n,b}]$ (per plane)")
+    ax2.set_xlabel(r"route length $n$ (steps; vertical: $L_{train}$, $L_{eval}$; dash-dot: $\varepsilon$)")
+    ax2.set_title("per-plane decay, measured (band: 95% CI) vs theory")
+    ax2.legend(loc="center left", bbox_to_anchor=(1.01, 0.5))
+    sp.caption(fig, f"rope-random, d={p['d']}, base={p['base']:g}, ε={p['eps']:g}; {p['chains']} contexts of "
+                 f"{p['L_eval']:,} tokens, correlation averaged over all pairs (curves shown to n = L/2); seed {p['seed']}; curves stop where the 95% CI reaches 0")
+    return [sp.save(fig, Path(outdir) / NAME)]
 
 
 # -- mutants: a wrong theory or a wrong model must turn the verdict false ---------------------------
@@ -223,12 +232,13 @@ CHECK = register(Check(
                "(joint 95% over planes; planes with W_b ≥ L_eval must stay above ε inside the context): "
                "some planes mix within the training length, some never inside any context."),
     options=(
-        Option("d", 64, "head dimension d (even)", int),
-        Option("base", 10000.0, "RoPE base (ω_b = base^(−2b/d))", float),
-        Option("eps", 0.05, "correlation level ε defining the window", float),
-        Option("L_train", 512, "training context length (drawn in)", int),
-        Option("L_eval", 65536, "evaluation context length = simulated context length", int),
-        Option("chains", 32, "independent contexts of length L_eval", int),
+        Option("d", 64, "head dimension d (even)", Int(2, 4096, size=True)),
+        Option("base", 10000.0, "RoPE base (ω_b = base^(−2b/d))", Float(1, 1e12, lo_open=True)),
+        Option("eps", 0.05, "correlation level ε defining the window", Float(1e-6, 1, hi_open=True)),
+        Option("L_train", 512, "training context length (drawn in)", Int(2, 2**30, size=True)),
+        Option("L_eval", 65536, "evaluation context length = simulated context length (≥ 256: above the fastest plane's window)",
+               Int(256, 2**30, size=True)),
+        Option("chains", 32, "independent contexts of length L_eval", Int(3, 10**6, size=True)),
     ),
     run=run,
     plot=plot,

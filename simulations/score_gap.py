@@ -43,16 +43,19 @@ from pathlib import Path
 
 import numpy as np
 
+from stylized import plotting as sp
 from stylized import score_laws as laws
 from stylized.bounds import hoeffding_tail, levy_tail
 from stylized.estimators import bonferroni_level, mean_ci
+from stylized.families import FAMILY_NAMES
 from stylized.montecarlo import check_positive_int
-from stylized.registry import Check, Mutant, Option, float_list, int_list, register, str_list
+from stylized.options import Choices, Float, FloatList, Int, IntList
+from stylized.registry import Check, Mutant, Option, register
 from stylized.sampling import equal_energy_query
 from stylized.score_chains import score_chains
 from stylized.score_laws import far_score_law, max_mgf_bound
 
-from ._common import caption, errorbar_rows, family_from_params, family_options, new_figure, save_figure
+from ._common import family_from_params, family_options
 
 NAME = "score-gap"
 CHUNK = 16  # contexts per kernel call (memory CHUNK·(far_n + M_max) floats)
@@ -75,6 +78,9 @@ def _far_n(params: dict, fam) -> int:
     W = fam.mixing_window(0.01)
     if not math.isfinite(W):
         raise ValueError(f"{fam.name} never mixes (γ = 0): give --far-n")
+    if 3 * W > 10**5:  # the default route length is a size too: refuse before allocating it
+        raise ValueError(f"--far-n: the default ⌈3·W(0.01)⌉ = {3 * W:.3g} for {fam.name} exceeds 10^5 (it mixes too "
+                         "slowly); give --far-n, or a faster-mixing family parameter")
     return int(math.ceil(3 * W))
 
 
@@ -189,58 +195,72 @@ def _headline(rows, ds, Ms, lam, nt, n_tests, failed) -> dict:
             "theory": h["theory"], "theory_kind": "closed form", "verdict": verdict}
 
 
-def _estimate_vs_d(ax, rows: list[dict], key: str, label, ref: str = "theory") -> None:
-    """One colour per value of ``key``: estimates with their intervals vs ``d``, ``ref`` (theory or bound) dashed."""
+def _estimate_vs_d(ax, rows: list[dict], key: str, label, ref: str = "theory", **kw) -> None:
+    """One colour per value of ``key``: estimates with their 95% intervals vs ``d``, ``ref`` (theory or bound) dashed."""
     for i, g in enumerate(dict.fromkeys(r[key] for r in rows)):
         rs = [r for r in rows if r[key] == g]
-        d = [r["d"] for r in rs]
-        errorbar_rows(ax, d, rs, fmt="o", color=f"C{i}", ms=4, capsize=2, label=label(g, rs))
-        ax.plot(d, [r[ref] for r in rs], "--", color=f"C{i}", lw=1)
+        sp.theory_vs_measurement(ax, [r["d"] for r in rs], *([r[k] for r in rs] for k in ("estimate", "ci_low", "ci_high")),
+                                 theory=[r[ref] for r in rs], color=f"C{i}", label=label(g, rs), **kw)
 
 
+@sp.themed
 def plot(result: dict, outdir: Path) -> list[Path]:
-    """Left: score gap vs d per M (first family) with its lower bound.  Middle: one tail vs d per family.
-    Right: per-token far weight vs d per family with the closed form."""
+    """(a) score gap vs d per M with its lower bound; (b) far tail vs the exact law, noise floor shaded;
+    (c) the tail against its Lévy/Hoeffding bound; (d) per-token far weight vs the closed form."""
     p = result["params"]
     rows = result["rows"]
-    fig, (ax1, ax2, ax3) = new_figure(ncols=3, width=5.0, height=4.4)
+    fig, ax = sp.mosaic([["gap", "tail"], ["slack", "sup"]], height=5.9)
     fam0 = rows[0]["family"]
-    gaps = [r for r in rows if r["kind"] == "gap" and r["family"] == fam0]
-    _estimate_vs_d(ax1, gaps, "M", lambda M, rs: f"M = {M:,} far keys", ref="bound")
-    ax1.axhline(0, color="0.4", lw=0.8)
-    ax1.set_xscale("log", base=2)
-    ax1.set_xlabel("dimension d")
-    ax1.set_ylabel("score gap λ(s_near − max_far s)  (logit units)")
-    ax1.set_title(f"C3: score gap, {fam0}, λ = {p['lam']:g} (dashed: lower bound)", fontsize=10)
-    ax1.legend(fontsize=8)
+    a = ax["gap"]
+    _estimate_vs_d(a, [r for r in rows if r["kind"] == "gap" and r["family"] == fam0], "M",
+                   lambda M, rs: f"M = {M:,}", ref="bound")
+    a.axhline(0, color="0.4", lw=0.8)
+    a.set_ylim(top=1.45 * max(r["ci_high"] for r in rows if r["kind"] == "gap" and r["family"] == fam0))
+    a.plot([], [], "k--", lw=1.1, label="lower bound")
+    a.set_ylabel(r"score gap $\lambda(s_{near} - \mathrm{max}_{far}\, s)$")
+    a.set_title(rf"C3: score gap, {fam0}, $\lambda = {p['lam']:g}$")
+    a.legend(ncol=2, loc="upper left", title="far keys")
     tails = [r for r in rows if r["kind"] == "tail"]
     t_mid = sorted({r["t"] for r in tails})[len({r["t"] for r in tails}) // 2]
-    for i, fam in enumerate(dict.fromkeys(r["family"] for r in tails)):
-        rs = [r for r in tails if r["family"] == fam and r["t"] == t_mid]
-        d = [r["d"] for r in rs]
-        errorbar_rows(ax2, d, rs, floor=1e-9, fmt="os"[i % 2], color=f"C{i}", ms=4, capsize=2,
-                      label=f"{fam} ({rs[0]['law']} law)")
-        ax2.plot(d, [max(r["theory"], 1e-12) for r in rs], ":", color=f"C{i}", lw=1.4)
-        ax2.plot(d, [r["bound"] for r in rs], "-", color=f"C{i}", lw=0.8, alpha=0.6)
-    ax2.set_xscale("log", base=2)
-    ax2.set_yscale("log")
-    ax2.set_ylim(max(0.2 / (p["trials"] * max(r["M"] for r in tails)), 1e-9), 1.5)
-    ax2.set_xlabel("dimension d")
-    ax2.set_ylabel(f"P(s_far ≥ {t_mid:g})")
-    ax2.set_title("far tail (··· exact law, — Lévy/Hoeffding bound)", fontsize=10)
-    ax2.legend(fontsize=8, loc="lower left")
-    sup = [r for r in rows if r["kind"] == "suppression"]
-    _estimate_vs_d(ax3, sup, "family", lambda fam, rs: f"{fam} ({rs[0]['law']} law)")
-    ax3.set_xscale("log", base=2)
-    ax3.set_yscale("log")
-    ax3.set_xlabel("dimension d")
-    ax3.set_ylabel("E[e^(λ s_far)] / e^(λ c_near)  (per far token)")
-    ax3.set_title("per-token far weight (dashed: closed form)", fontsize=10)
-    ax3.legend(fontsize=8)
-    caption(fig, f"families {', '.join(p['family'])}; λ={p['lam']:g}; target at route n={p['target_n']}; far keys k = q "
-                 f"transported along real routes of length ≥ far_n (default ⌈3·W(0.01)⌉); {p['trials']:,} contexts of "
-                 f"{max(p['M']):,} far keys per (family, d), {p['trials_near']:,} near chains; seed {p['seed']}; bars: 95% CI")
-    return [save_figure(fig, outdir, NAME)]
+    tails = [r for r in tails if r["t"] == t_mid]
+    fams = list(dict.fromkeys(r["family"] for r in tails))
+    floor = max(3.0 / (r["n_samples"] * r["M"]) for r in tails)  # rule of three: no exceedance in n·M draws
+    a = ax["tail"]
+    _estimate_vs_d(a, tails, "family", lambda f, rs: f"{f} ({rs[0]['law']} law)", floor=floor)
+    a.set_yscale("log")
+    a.set_ylim(floor / 20, 1.5)
+    sp.noise_floor(a, floor, label=r"unresolved: $< 3/(nM)$ (▽: CI upper end)")
+    a.plot([], [], "k--", lw=1.1, label="exact law")
+    a.set_ylabel(rf"$P(s_{{far}} \geq {t_mid:g})$")
+    a.set_title(rf"far tail at $t = {t_mid:g}$")
+    a.legend(loc="lower left")
+    a = ax["slack"]
+    for i, f in enumerate(fams):
+        rs = [r for r in tails if r["family"] == f]
+        b = np.array([r["bound"] for r in rs])
+        sp.theory_vs_measurement(a, [r["d"] for r in rs], *(np.array([r[k] for r in rs]) / b for k in ("estimate", "ci_low", "ci_high")),
+                                 color=f"C{i}", label=f"{f} ({'Lévy' if rs[0]['law'] == 'haar' else 'Hoeffding'} bound)",
+                                 floor=floor / b.min())
+    a.axhline(1.0, color="k", ls="--", lw=1.1, label="bound (must stay ≤ 1)")
+    a.set_yscale("log")
+    a.set_ylabel(rf"$P(s_{{far}} \geq {t_mid:g})$ / Lévy–Hoeffding bound")
+    a.set_title("the tail stays below its bound")
+    a.legend(loc="lower left")
+    a = ax["sup"]
+    _estimate_vs_d(a, [r for r in rows if r["kind"] == "suppression"], "family", lambda f, rs: f"{f} ({rs[0]['law']} law)")
+    a.plot([], [], "k--", lw=1.1, label="closed form")
+    a.set_yscale("log")
+    a.set_ylabel(r"$\mathbb{E}[e^{\lambda s_{far}}] / e^{\lambda c_{near}}$")
+    a.set_title("per-token far weight")
+    a.legend(loc="upper right")
+    for a in ax.values():
+        a.set_xscale("log", base=2)
+        a.set_xlabel("dimension d")
+    sp.caption(fig, f"families {', '.join(p['family'])}; λ={p['lam']:g}; target at route n={p['target_n']}; far keys k = q "
+                    f"transported along real routes of length ≥ far_n (default ⌈3·W(0.01)⌉); {p['trials']:,} contexts of "
+                    f"{max(p['M']):,} far keys per (family, d), {p['trials_near']:,} near chains; seed {p['seed']}. "
+                    "Bars: 95% CI; dashed: theory (bound in the top left, exact law in the top right).")
+    return [sp.save(fig, Path(outdir) / NAME)]
 
 
 # ---------------------------------------------------------------------------------------
@@ -319,18 +339,18 @@ CHECK = register(Check(
               "per-token weight E[e^(λs)]/e^(λc_near); near routes keep E[qᵀP_n q] = qᵀE[M]ⁿq (for so2-uniform "
               "ω = 1 that is 0.84 at n = 1, for householder 1 − 2/d), and the measured score gap λ(s_near − max_far s) "
               "stays above its MGF lower bound.",
-    options=(Option("family", ["householder", "so2-uniform"], "step families (comma list)", str_list),
-             Option("d", [16, 32, 64, 128, 256], "dimensions d (comma list)", int_list))
+    options=(Option("family", ["householder", "so2-uniform"], "step families (comma list)", Choices(*FAMILY_NAMES)),
+             Option("d", [16, 32, 64, 128, 256], "dimensions d (comma list)", IntList(2, 4096, size=True)))
     + family_options()[2:] + (
-        Option("t", [0.1, 0.2, 0.3], "tail thresholds t (comma list)", float_list),
-        Option("trials", 48, "contexts per (family, d), each with max(M) far keys", int),
-        Option("far_n", None, "route length of the nearest far key (default ⌈3·W(0.01)⌉ per family and d)", int),
-        Option("tail_band", None, "far keys nearest the query used for the tail rows (default ⌈8·W(0.01)⌉)", int),
-        Option("n_near", [1, 2, 4, 8], "near route lengths n (comma list)", int_list),
-        Option("trials_near", 4000, "near-route chains per (family, d)", int),
-        Option("lam", 8.0, "logit scale λ", float),
-        Option("target_n", 1, "route length of the near target", int),
-        Option("M", [64, 512, 4096, 65536], "far counts M (comma list)", int_list),
+        Option("t", [0.1, 0.2, 0.3], "tail thresholds t (comma list)", FloatList(0, 1, hi_open=True)),
+        Option("trials", 48, "contexts per (family, d), each with max(M) far keys", Int(4, 10**6, size=True)),
+        Option("far_n", None, "route length of the nearest far key (default ⌈3·W(0.01)⌉ per family and d)", Int(1, 10**6, optional=True, size=True, nominal=500)),
+        Option("tail_band", None, "far keys nearest the query used for the tail rows (default ⌈8·W(0.01)⌉)", Int(1, 10**7, optional=True, size=True)),
+        Option("n_near", [1, 2, 4, 8], "near route lengths n (comma list)", IntList(0, 10**5, size=True)),
+        Option("trials_near", 4000, "near-route chains per (family, d)", Int(10, 10**7, size=True)),
+        Option("lam", 8.0, "logit scale λ", Float(0, 100)),
+        Option("target_n", 1, "route length of the near target", Int(0, 10**5, size=True)),
+        Option("M", [64, 512, 4096, 65536], "far counts M (comma list)", IntList(1, 10**8, size=True)),
     ),
     run=run,
     plot=plot,

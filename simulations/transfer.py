@@ -35,6 +35,7 @@ import numpy as np
 from scipy import stats
 from scipy.special import logsumexp
 
+from stylized import plotting as sp
 from stylized.attention import check_lambda, scores
 from stylized.backend import to_numpy, xp_generator
 from stylized.bounds import far_mass_lower_bound
@@ -44,7 +45,8 @@ from stylized.growth import predict_transfer
 from stylized.kernels import so2_context_sampled
 from stylized.montecarlo import check_positive_int
 from stylized.montecarlo import progress as _progress
-from stylized.registry import Check, Mutant, Option, headline, int_list, register
+from stylized.options import Float, Int, IntList
+from stylized.registry import Check, Mutant, Option, headline, register
 from stylized.sampling import XP_CHUNK_ELEMENTS, equal_energy_query
 from stylized.scores import (
     so2_context_inputs,
@@ -55,7 +57,7 @@ from stylized.scores import (
 )
 from stylized.weight_laws import FarLaw
 
-from ._common import caption, family_from_params, family_options, new_figure, save_figure
+from ._common import family_from_params, family_options
 
 NAME = "transfer"
 ALPHA_PRED, ALPHA_SAME = 0.025, 0.025  # familywise levels: predictions, near-pattern tests
@@ -218,20 +220,26 @@ def _hists(xs: dict) -> dict:
     return {"edges": edges.tolist(), **{str(L): np.histogram(x, edges)[0].tolist() for L, x in xs.items()}}
 
 
+@sp.themed
 def plot(result: dict, outdir: Path) -> list[Path]:
     """Left: runner-up position per L.  Middle: renormalised target weight per L.  Right: near mass and α_T vs L."""
     p = result["params"]
     Ls_all = sorted({r["L"] for r in result["rows"]})
-    fig, (ax1, ax2, ax3) = new_figure(ncols=3, width=5.0, height=4.3)
+    fig, axd = sp.mosaic([["runner", "runner"], ["target", "norm"]], height=5.6)
+    ax1, ax2, ax3 = axd["runner"], axd["target"], axd["norm"]
     t = result["tests"]
     counts = result["runner_up_counts"]
     for i, (L, c) in enumerate(counts.items()):
         c = np.array(c, float)
-        ax1.bar(np.arange(c.size) + (i - 0.5) * 0.4, c / c.sum(), width=0.4, label=f"L = {int(L):,}")
-    ax1.set_xlabel("route length n of the runner-up (near window n < D)")
+        f = c / c.sum()
+        half = 1.96 * np.sqrt(f * (1 - f) / c.sum())  # 95% normal interval per bin
+        ax1.bar(np.arange(c.size) + (i - 0.5) * 0.4, f, width=0.4, yerr=half, error_kw={"lw": 0.8, "capsize": 1.5},
+                label=f"L = {int(L):,} (bars: 95% CI)")
+    ax1.set_xlabel(rf"route length $n$ of the runner-up (near window $n < D$; $n = {p['target_n']}$ is the target)")
     ax1.set_ylabel("fraction of contexts")
-    ax1.set_title(f"runner-up position (χ² permutation p = {t['chi2_runner_up_perm']['pvalue']:.2g})", fontsize=10)
-    ax1.legend(fontsize=8)
+    ax1.set_title(f"C4: runner-up position does not depend on L (χ² permutation p = {t['chi2_runner_up_perm']['pvalue']:.2g})")
+    ax1.legend(loc="upper right", ncol=2)
+    ax1.set_ylim(top=1.3 * ax1.get_ylim()[1])
     h = result["hist_target"]
     e = np.array(h["edges"])
     for i, L in enumerate(k for k in h if k != "edges"):
@@ -240,30 +248,32 @@ def plot(result: dict, outdir: Path) -> list[Path]:
         ax2.stairs(c / c.sum() / np.diff(e), e, lw=1.5, ls="-" if i == 0 else "--", label=f"L = {int(L):,} (mean {w:.3f})")
     ax2.set_xlabel(f"renormalised near weight of the target (n = {p['target_n']})")
     ax2.set_ylabel("density")
-    ax2.set_title(f"target weight (KS p = {t['ks_near_target']['pvalue']:.2g}; "
-                  f"entropy KS p = {t['ks_near_entropy']['pvalue']:.2g})", fontsize=10)
-    ax2.legend(fontsize=8)
+    ax2.set_title(f"target weight (KS p = {t['ks_near_target']['pvalue']:.2g};\n"
+                  f"entropy KS p = {t['ks_near_entropy']['pvalue']:.2g})")
     rows = {(r["L"], r["quantity"]): r for r in result["rows"]}
-    ax2.axvline(rows[(Ls_all[0], "near_target")]["theory"], color="k", lw=1, ls=":", label="predicted mean E[Y/N]")
-    ax2.legend(fontsize=8)
-    for name, label, col in (("far_mass", "near mass 1 − ρ_D", "C0"), ("near_target_absolute", "target weight α_T", "C1")):
+    ax2.axvline(rows[(Ls_all[0], "near_target")]["theory"], color="k", lw=1, ls="--", label=r"predicted mean $\mathbb{E}[Y/N]$")
+    ax2.legend(loc="upper left")
+    ax2.set_ylim(top=1.45 * ax2.get_ylim()[1])
+    for name, label, col in (("far_mass", r"near mass $1 - \rho_D$", "C0"), ("near_target_absolute", r"target weight $\alpha_T$", "C1")):
         rs = [rows[(L, name)] for L in Ls_all]
         flip = name == "far_mass"
         est = np.array([1 - r["estimate"] if flip else r["estimate"] for r in rs])
         lo = np.array([1 - r["ci_joint_high"] if flip else r["ci_joint_low"] for r in rs])
         hi = np.array([1 - r["ci_joint_low"] if flip else r["ci_joint_high"] for r in rs])
-        ax3.errorbar(Ls_all, est, yerr=[est - lo, hi - est], fmt="o", ms=5, capsize=3, color=col, label=f"{label} (MC)")
-        ax3.plot(Ls_all, [1 - r["theory"] if flip else r["theory"] for r in rs], "s", mfc="none", ms=10, color=col,
+        ax3.errorbar(Ls_all, est, yerr=[est - lo, hi - est], fmt="o", ms=4, capsize=3, color=col, label=f"{label}: measured")
+        ax3.plot(Ls_all, [1 - r["theory"] if flip else r["theory"] for r in rs], "_", ms=14, mew=1.6, color=col,
                  label=f"{label}: predicted")
     ax3.set_xscale("log", base=2)
+    ax3.set_xlim(Ls_all[0] / 2, Ls_all[-1] * 2)
     ax3.set_yscale("log")
     ax3.set_xlabel("context length L (tokens)")
     ax3.set_ylabel("attention weight (joint intervals)")
-    ax3.set_title(f"the normaliser grows with L (Welch p = {t['welch_far_mass']['pvalue']:.2g})", fontsize=10)
-    ax3.legend(fontsize=7)
-    caption(fig, f"{p['family']}, d={p['d']}, λ={p['lam']:g}, D={p['D']}, target key = q at n={p['target_n']}, "
-                 f"other keys uniform; {p['trials']} contexts per L, seed {p['seed']}")
-    return [save_figure(fig, outdir, NAME)]
+    pw = t["welch_far_mass"]["pvalue"]
+    ax3.set_title(f"the normaliser grows with L\n(Welch p {'= ' + format(pw, '.2g') if pw > 0 else '< 1e-300'})")
+    ax3.legend(loc="center")
+    sp.caption(fig, f"{p['family']}, d={p['d']}, λ={p['lam']:g}, D={p['D']}, target key = q at n={p['target_n']}, "
+                 f"other keys uniform; {p['trials']} contexts per L, seed {p['seed']}; right: joint 95% intervals, bars: predicted")
+    return [sp.save(fig, Path(outdir) / NAME)]
 
 
 def _untransported_target():
@@ -319,11 +329,11 @@ CHECK = register(Check(
               "their predictions from the far law and the target's transport law at L = 512 and 65,536; the near "
               "pattern renormalised over the near set has the same law at both L (true by construction in this model).",
     options=family_options("rope-random", 64) + (
-        Option("L", [512, 65536], "context lengths L (comma list; the first and last are compared)", int_list),
-        Option("D", 16, "near window D (near set n < D)", int),
-        Option("lam", 4.0, "logit scale λ", float),
-        Option("target_n", 3, "route length of the planted target key k = q", int),
-        Option("trials", 256, "contexts per L", int),
+        Option("L", [512, 65536], "context lengths L (comma list; the first and last are compared)", IntList(2, 2**30, size=True)),
+        Option("D", 16, "near window D (near set n < D)", Int(1, 4096, size=True)),
+        Option("lam", 4.0, "logit scale λ", Float(0, 100)),
+        Option("target_n", 3, "route length of the planted target key k = q", Int(0, 4096, size=True)),
+        Option("trials", 256, "contexts per L", Int(10, 10**6, size=True)),
     ),
     run=run,
     plot=plot,

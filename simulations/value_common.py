@@ -16,10 +16,12 @@ from unittest import mock
 import numpy as np
 from scipy import stats
 
+from stylized import plotting as sp
 from stylized import values as _values
 from stylized.estimators import mean_ci
 from stylized.families import StepFamily
 from stylized.montecarlo import check_positive_int, chunked_generators, progress
+from stylized.options import Choice, Float, Int
 from stylized.registry import Mutant, Option
 from stylized.value_theory import (
     coherent_sum,
@@ -189,21 +191,20 @@ def energy_panel(ax, rows: list[dict], variants, label_prefix: str = "") -> None
             continue
         M = np.array([r["M"] for r in rs])
         est, lo, hi, th = (finite([r[k] for r in rs]) for k in ("estimate", "ci_low", "ci_high", "theory"))
-        ax.errorbar(M, est, yerr=[est - np.clip(lo, 1e-9, None), hi - est], fmt="o", ms=5, capsize=3,
-                    color=COLORS[v], label=f"{label_prefix}{v} (Monte Carlo)")
-        if np.isfinite(th).any():
-            ax.plot(M, th, "--", color=COLORS[v], lw=1.3, label=f"{label_prefix}{v} exact finite-M")
-        elif "plugin" in rs[0] and v == "qkv":
+        has_th = np.isfinite(th).any()
+        sp.theory_vs_measurement(ax, M, est, np.clip(lo, 1e-9, None), hi, theory=th if has_th else None, color=COLORS[v],
+                                 label=f"{label_prefix}{v}: measured", theory_label=f"{label_prefix}{v}: exact finite-M")
+        if not has_th and "plugin" in rs[0] and v == "qkv":
             ax.plot(M, finite([r["plugin"] for r in rs]), ":", color="k", lw=1.3,
-                    label="independent-weights plug-in ᾱᵀCᾱ")
+                    label=r"independent-weights plug-in $\bar\alpha^\top C \bar\alpha$")
         asy = finite([r.get("asymptote") for r in rs])
         if np.isfinite(asy).any():
-            ax.plot(M, asy, ":", color="0.45", lw=1.2, label="large-M form Σ w_b(1+χ_b)/((1−χ_b)M)")
+            ax.plot(M, asy, ":", color="0.45", lw=1.2, label=r"large-$M$ form $\sum_b w_b (1+\chi_b)/((1-\chi_b) M)$")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("M  (number of far sources, route lengths D … D+M−1)")
-    ax.set_ylabel("E||F||² / (ρ_D² ||b||²)  (1 = coherent)")
-    ax.legend(fontsize=8)
+    ax.set_xlabel(r"$M$ (far sources at route lengths $D, \ldots, D+M-1$)")
+    ax.set_ylabel(r"$\mathbb{E}\|F\|^2 / (\rho_D^2 \|b\|^2)$ (1 = coherent)")
+    ax.legend(loc="lower left")
 
 
 def caption_params(p: dict, keys: tuple[str, ...]) -> str:
@@ -215,12 +216,12 @@ def with_default(opts: tuple[Option, ...], **defaults) -> tuple[Option, ...]:
     return tuple(Option(o.name, defaults[o.name], o.help, o.parse) if o.name in defaults else o for o in opts)
 
 
-OPT_D = Option("D", 16, "near window D: far sources at route lengths n ≥ D", int)
-OPT_W = Option("weights", "equal", "far weights: 'equal' or 'softmax' (λ qᵀP_n k_n)", str)
-OPT_LAM = Option("lam", 4.0, "logit scale λ ≥ 0 (softmax weights)", float)
+OPT_D = Option("D", 16, "near window D: far sources at route lengths n ≥ D", Int(1, 10**5, size=True))
+OPT_W = Option("weights", "equal", "far weights: 'equal' or 'softmax' (λ qᵀP_n k_n)", Choice("equal", "softmax"))
+OPT_LAM = Option("lam", 4.0, "logit scale λ ≥ 0 (softmax weights)", Float(0, 100))
 OPT_KA = Option("key_align", 0.0, "far keys ∝ a·b̂ + √(1−a²)·uniform, a ∈ [0,1] (0: weights independent of the "
-                "steps; 1: keys = b̂, weights select routes that keep b̂)", float)
-OPT_NOISE = Option("noise", 0.0, "σ of the per-source value noise ξ_j ~ N(0, σ²I_d)", float)
+                "steps; 1: keys = b̂, weights select routes that keep b̂)", Float(0, 1))
+OPT_NOISE = Option("noise", 0.0, "σ of the per-source value noise ξ_j ~ N(0, σ²I_d)", Float(0, 1e6))
 
 
 # ---------------------------------------------------------------------------------------

@@ -23,10 +23,12 @@ from unittest import mock
 import numpy as np
 from scipy import stats
 
-from stylized.registry import Check, Mutant, Option, headline, int_list, register
+from stylized import plotting as sp
+from stylized.options import Int, IntList
+from stylized.registry import Check, Mutant, Option, headline, register
 from stylized.value_theory import coherent_sum, correlation_pairs
 
-from ._common import caption, family_from_params, family_options, new_figure, save_figure
+from ._common import family_from_params, family_options
 from .value_common import (
     NO_VALUE_TRANSPORT,
     OPT_D,
@@ -98,15 +100,16 @@ def run_incoherence(params: dict, *, seed: int, backend: str, progress: bool = T
     }
 
 
+@sp.themed
 def plot_incoherence(result: dict, outdir: Path) -> list[Path]:
-    fig, (ax,) = new_figure(width=7.5, height=4.8)
+    fig, (ax,) = sp.figure(height=4.0)
     energy_panel(ax, result["rows"], ("qk", "qkv"))
     p = result["params"]
-    ax.set_title(f"C5: far interference energy vs M ({p['family']}, {p['weights']} weights)", fontsize=11)
-    caption(fig, caption_params(p, ("family", "d", "omega", "sigma", "p", "base", "D", "weights", "lam",
+    ax.set_title(f"C5: far interference energy vs M ({p['family']}, {p['weights']} weights)")
+    sp.caption(fig, caption_params(p, ("family", "d", "omega", "sigma", "p", "base", "D", "weights", "lam",
                                      "key_align", "noise", "trials", "seed"))
             + "; bars: 95% CI; dashed: exact finite-M value")
-    return [save_figure(fig, outdir, "value-incoherence")]
+    return [sp.save(fig, Path(outdir) / "value-incoherence")]
 
 
 # ---------------------------------------------------------------------------------------
@@ -183,16 +186,17 @@ def run_scaling(params: dict, *, seed: int, backend: str, progress: bool = True)
     }
 
 
+@sp.themed
 def plot_scaling(result: dict, outdir: Path) -> list[Path]:
-    fig, (ax,) = new_figure(width=7.5, height=4.8)
+    fig, (ax,) = sp.figure(height=4.0)
     energy_panel(ax, result["rows"], ("qk", "qkv"))
     f = result["fits"]
-    ax.set_title(f"C5: scaling with M — QKV exponent {f['qkv']['exponent']:.3f} "
-                 f"[{f['qkv']['ci_low']:.3f}, {f['qkv']['ci_high']:.3f}], QK {f['qk']['exponent']:.3f}", fontsize=10)
+    ax.set_title(f"C5: scaling with M: QKV exponent {f['qkv']['exponent']:.3f} "
+                 f"[{f['qkv']['ci_low']:.3f}, {f['qkv']['ci_high']:.3f}], QK {f['qk']['exponent']:.3f}")
     p = result["params"]
-    caption(fig, caption_params(p, ("family", "d", "omega", "sigma", "p", "base", "D", "noise", "trials", "seed"))
+    sp.caption(fig, caption_params(p, ("family", "d", "omega", "sigma", "p", "base", "D", "noise", "trials", "seed"))
             + "; equal weights; exponent: weighted LS of log r on log M")
-    return [save_figure(fig, outdir, "value-scaling")]
+    return [sp.save(fig, Path(outdir) / "value-scaling")]
 
 
 # ---------------------------------------------------------------------------------------
@@ -207,8 +211,8 @@ register(Check(
               "(1/M²)Σ_{j,k} b̂ᵀE[M]^{|j−k|}b̂ (+σ²d/(M||b||²)) for QKV at every M; softmax weights with uniform "
               "keys: QKV equals the plug-in ᾱᵀCᾱ of its drawn weights; and QKV is below half of QK at the largest M.",
     options=family_options("so2-uniform", 64) + (
-        Option("M", [1, 4, 16, 64, 256, 1024], "far counts M (comma list)", int_list), OPT_D, OPT_W, OPT_LAM,
-        OPT_KA, OPT_NOISE, Option("trials", 2000, "Monte Carlo routes per M", int)),
+        Option("M", [1, 4, 16, 64, 256, 1024], "far counts M (comma list)", IntList(1, 10**7, size=True)), OPT_D, OPT_W, OPT_LAM,
+        OPT_KA, OPT_NOISE, Option("trials", 2000, "Monte Carlo routes per M", Int(2, 10**7, size=True))),
     run=run_incoherence, plot=plot_incoherence, module="simulations.value_incoherence",
     extra={"order": 0},
     mutants=(
@@ -228,8 +232,9 @@ register(Check(
               "exponent of the exact finite-M formula fitted the same way (→ −1 as M → ∞) and is below 0; "
               "QK-only's equals its exact exponent (0 without noise).",
     options=family_options("so2-uniform", 64) + (
-        Option("M", [16, 32, 64, 128, 256, 512, 1024, 2048, 4096], "far counts M (comma list)", int_list), OPT_D,
-        OPT_NOISE, Option("trials", 400, "Monte Carlo routes per M", int)),
+        Option("M", [16, 32, 64, 128, 256, 512, 1024, 2048, 4096], "far counts M (comma list; ≥ 2 distinct to fit the exponent)",
+               IntList(1, 10**7, size=True, min_len=2)), OPT_D,
+        OPT_NOISE, Option("trials", 400, "Monte Carlo routes per M", Int(2, 10**7, size=True))),
     run=run_scaling, plot=plot_scaling, module="simulations.value_incoherence",
     extra={"order": 1},
     mutants=(

@@ -25,10 +25,12 @@ from unittest import mock
 
 import numpy as np
 
-from stylized.registry import Check, Mutant, Option, headline, int_list, register
+from stylized import plotting as sp
+from stylized.options import Int, IntList
+from stylized.registry import Check, Mutant, Option, headline, register
 from stylized.value_theory import haar_tilt_energy, tilt_floor
 
-from ._common import caption, family_from_params, family_options, finite, new_figure, save_figure
+from ._common import family_from_params, family_options, finite
 from .value_common import (
     COLORS,
     OPT_D,
@@ -124,31 +126,30 @@ def run_independent(params: dict, *, seed: int, backend: str, progress: bool = T
     }
 
 
+@sp.themed
 def plot_independent(result: dict, outdir: Path) -> list[Path]:
-    fig, (ax, ax2) = new_figure(ncols=2, width=6.2, height=4.8)
+    fig, (ax, ax2) = sp.figure(2, 1, height=6.4)
     rows = result["rows"]
     energy_panel(ax, rows, ("qk", "qkv", "qkv-indep"))
     p = result["params"]
-    ax.set_title("C5: same-transport QKV vs an independent value stream", fontsize=11)
+    ax.set_title("C5: same-transport QKV vs an independent value stream")
     rs = sorted((r for r in rows if r["variant"] == "qkv" and "contrast" in r), key=lambda r: r["M"])
     M = np.array([r["M"] for r in rs], float)
     e, lo, hi = (finite([r[k] for r in rs]) for k in ("contrast", "contrast_ci_low", "contrast_ci_high"))
-    ax2.errorbar(M, e, yerr=[e - lo, hi - e], fmt="o", ms=5, capsize=3, color=COLORS["qkv"],
-                 label="Δ = ||F_same||² − ||F_indep||² (paired)")
     th = finite([r.get("contrast_theory") for r in rs])
-    if np.isfinite(th).any():
-        ax2.plot(M, th, "--", color="k", lw=1.1, label="exact E Δ")
+    sp.theory_vs_measurement(ax2, M, e, lo, hi, theory=th, color=COLORS["qkv"], theory_label=r"exact $\mathbb{E}\Delta$",
+                             label=r"measured $\Delta = \|F_{same}\|^2 - \|F_{indep}\|^2$ (paired)")
     if rs and rs[0].get("contrast_floor") is not None:
-        ax2.axhline(rs[0]["contrast_floor"], color="0.4", ls=":", lw=1.1, label="M → ∞ tilt floor (closed form)")
+        ax2.axhline(rs[0]["contrast_floor"], color="0.4", ls=":", lw=1.1, label=r"$M \to \infty$ tilt floor (closed form)")
     ax2.axhline(0.0, color="k", lw=0.8)
     ax2.set_xscale("log")
-    ax2.set_xlabel("M  (number of far sources)")
-    ax2.set_ylabel("paired contrast  E[||F_same||² − ||F_indep||²] / (ρ_D²||b||²)")
-    ax2.set_title("coherent part kept only by the same transport", fontsize=11)
-    ax2.legend(fontsize=8)
-    caption(fig, caption_params(p, ("family", "d", "omega", "D", "weights", "lam", "key_align", "noise", "trials",
+    ax2.set_xlabel(r"$M$ (number of far sources)")
+    ax2.set_ylabel(r"paired contrast $\mathbb{E}\Delta / (\rho_D^2\|b\|^2)$")
+    ax2.set_title("the coherent part is kept only by the same transport")
+    ax2.legend(loc="upper right")
+    sp.caption(fig, caption_params(p, ("family", "d", "omega", "D", "weights", "lam", "key_align", "noise", "trials",
                                      "seed")) + "; bars: 95% CI; dotted: independent-weights plug-in ᾱᵀCᾱ")
-    return [save_figure(fig, outdir, "value-independent-stream")]
+    return [sp.save(fig, Path(outdir) / "value-independent-stream")]
 
 
 def same_stream(*args, **kwargs) -> dict[str, np.ndarray]:
@@ -170,9 +171,9 @@ register(Check(
               "for SO(2) only its M → ∞ limit, the tilt floor Σ_p w_p(I_1(λw_p)/I_0(λw_p))², is known: reported, "
               "not tested); both stay below half of QK at the largest M.",
     options=family_options("so2-uniform", 64) + (
-        Option("M", [4, 16, 64, 256, 1024], "far counts M (comma list)", int_list), OPT_D,
+        Option("M", [4, 16, 64, 256, 1024], "far counts M (comma list)", IntList(1, 10**7, size=True)), OPT_D,
         with_default((OPT_W,), weights="softmax")[0], OPT_LAM, with_default((OPT_KA,), key_align=1.0)[0], OPT_NOISE,
-        Option("trials", 500, "Monte Carlo routes per M", int)),
+        Option("trials", 500, "Monte Carlo routes per M", Int(2, 10**7, size=True))),
     run=run_independent, plot=plot_independent, module="simulations.value_independent_stream",
     extra={"order": 4},
     mutants=(

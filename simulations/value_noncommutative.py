@@ -20,11 +20,13 @@ from unittest import mock
 
 import numpy as np
 
+from stylized import plotting as sp
 from stylized import value_theory
-from stylized.registry import Check, Mutant, Option, int_list, register
+from stylized.options import Int, IntList
+from stylized.registry import Check, Mutant, Option, register
 from stylized.value_theory import haar_tilt_energy, haar_tilt_floor, tilt_floor
 
-from ._common import caption, family_from_params, family_options, finite, new_figure, save_figure
+from ._common import family_from_params, family_options, finite
 from .value_common import (
     NO_VALUE_TRANSPORT,
     OPT_D,
@@ -122,12 +124,11 @@ def run_noncommutative(params: dict, *, seed: int, backend: str, progress: bool 
     }
 
 
+@sp.themed
 def plot_noncommutative(result: dict, outdir: Path) -> list[Path]:
     rows = result["rows"]
     fams = list(dict.fromkeys(r["family"] for r in rows))
-    fig, axes = new_figure(ncols=len(MODES), width=4.6, height=4.6)
-    for ax in axes[1:]:
-        ax.sharey(axes[0])
+    fig, axes = sp.figure(1, len(MODES), height=3.6, sharey=True)
     styles = dict(zip(fams, ["o", "s", "^", "D", "v", "P"]))
     palette = dict(zip(fams, ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:gray"]))
     for ax, mode in zip(axes, MODES):
@@ -135,26 +136,24 @@ def plot_noncommutative(result: dict, outdir: Path) -> list[Path]:
             rs = sorted((r for r in rows if r["family"] == f and r["mode"] == mode), key=lambda r: r["M"])
             M = np.array([r["M"] for r in rs])
             est, lo, hi = (finite([r[k] for r in rs]) for k in ("estimate", "ci_low", "ci_high"))
-            ax.errorbar(M, est, yerr=[est - np.clip(lo, 1e-9, None), hi - est], fmt=styles[f], ms=5, capsize=2,
-                        color=palette[f], label=f)
             ref = finite([r["theory"] if r["theory"] is not None else r["plugin"] for r in rs])
-            ax.plot(M, ref, "--", color=palette[f], lw=1.1)
+            sp.theory_vs_measurement(ax, M, est, np.clip(lo, 1e-9, None), hi, theory=ref, color=palette[f],
+                                     marker=styles[f], label=f)
             floor = rs[0].get("floor") if rs else None
             if mode == "softmax-shared-keys" and floor:
                 ax.axhline(floor, color=palette[f], ls=":", lw=1.0)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_title({"equal": "equal weights", "softmax-uniform-keys": "softmax, uniform keys",
-                      "softmax-shared-keys": "softmax, keys = b̂ (dotted: M → ∞ floors)"}[mode], fontsize=10)
-        ax.set_xlabel("M (far sources)")
-    axes[0].set_ylabel("QKV far energy  E||F||²/(ρ_D²||b||²)")
-    fig.suptitle("C5 beyond SO(2): QKV interference for commuting and non-commuting steps", fontsize=12)
-    axes[0].legend(fontsize=8, title="dashed: exact / plug-in", title_fontsize=8)
-    axes[-1].legend(fontsize=8)
+        ax.set_title({"equal": "C5 beyond SO(2): equal weights", "softmax-uniform-keys": "softmax, uniform keys",
+                      "softmax-shared-keys": "softmax, keys = b̂\n(dotted: M → ∞ floors)"}[mode])
+        ax.set_xlabel(r"$M$ (far sources)")
+    axes[0].set_ylabel(r"QKV far energy $\mathbb{E}\|F\|^2/(\rho_D^2\|b\|^2)$")
+    axes[0].plot([], [], "k--", lw=1.1, label="exact / plug-in")
+    axes[0].legend(loc="lower left")
     p = result["params"]
-    caption(fig, "C5 beyond SO(2): " + caption_params(p, ("d", "omega", "p", "D", "lam", "noise", "trials", "seed"))
+    sp.caption(fig, "C5 beyond SO(2): " + caption_params(p, ("d", "omega", "p", "D", "lam", "noise", "trials", "seed"))
             + "; bars: 95% CI; dashed: exact formula (equal; Haar with keys = b̂) or plug-in ᾱᵀCᾱ (softmax)")
-    return [save_figure(fig, outdir, "value-noncommutative")]
+    return [sp.save(fig, Path(outdir) / "value-noncommutative")]
 
 
 def _floor_removed(d: int, lam: float, M: int, nodes: int = 160) -> tuple[float, float]:
@@ -175,8 +174,8 @@ register(Check(
               "= b̂, Haar's far energy equals the exact finite-M tilted energy (→ (I_{d/2}(λ)/I_{d/2−1}(λ))² as "
               "M → ∞) and the other families keep a positive excess over the plug-in at the largest M.",
     options=with_default(family_options("all", 16, multi=True), family=FAMILIES) + (
-        Option("M", [4, 16, 64, 256], "far counts M (comma list)", int_list), OPT_D, OPT_LAM, OPT_NOISE,
-        Option("trials", 200, "Monte Carlo routes per (family, weights, M)", int)),
+        Option("M", [4, 16, 64, 256], "far counts M (comma list)", IntList(1, 10**7, size=True)), OPT_D, OPT_LAM, OPT_NOISE,
+        Option("trials", 200, "Monte Carlo routes per (family, weights, M)", Int(2, 10**7, size=True))),
     run=run_noncommutative, plot=plot_noncommutative, module="simulations.value_noncommutative",
     extra={"order": 3},
     mutants=(

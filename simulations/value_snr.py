@@ -17,15 +17,17 @@ from unittest import mock
 import numpy as np
 from scipy import stats
 
+from stylized import plotting as sp
 from stylized import values
 from stylized.estimators import mean_ci
 from stylized.families import StepFamily
 from stylized.montecarlo import check_positive_int, chunked_generators
 from stylized.montecarlo import progress as bar
-from stylized.registry import Check, Mutant, Option, headline, int_list, register
+from stylized.options import Int, IntList
+from stylized.registry import Check, Mutant, Option, headline, register
 from stylized.values import chunk_size, ratio_ci, snr_samples
 
-from ._common import caption, family_from_params, family_options, finite, new_figure, save_figure
+from ._common import family_from_params, family_options, finite
 from .value_common import (
     COLORS,
     LEVEL,
@@ -169,29 +171,30 @@ def run_snr(params: dict, *, seed: int, backend: str, progress: bool = True) -> 
     }
 
 
+@sp.themed
 def plot_snr(result: dict, outdir: Path) -> list[Path]:
-    fig, (ax,) = new_figure(width=7.5, height=4.8)
+    fig, (ax,) = sp.figure(height=4.0)
     rows = result["rows"]
     for v in ("qk", "qkv"):
         rs = [r for r in rows if r["variant"] == v]
         L = np.array([r["L"] for r in rs])
         est, lo, hi = (finite([r[k] for r in rs]) for k in ("estimate", "ci_low", "ci_high"))
-        ax.errorbar(L, est, yerr=[est - np.clip(lo, 1e-12, None), hi - est], fmt="o-", ms=5, capsize=3,
-                    color=COLORS[v], label=f"{v}: (tᵀN)² / ||F||²")
+        sp.theory_vs_measurement(ax, L, est, np.clip(lo, 1e-12, None), hi, color=COLORS[v], ls="-",
+                                 label=rf"{v}: measured $(t^\top N)^2 / \|F\|^2$")
         h = result["horizons"][v]
         if h is not None:
-            ax.axvline(h, color=COLORS[v], ls=":", lw=1.2, label=f"{v} horizon (SIR=1): L≈{h:.0f}")
-    ax.axhline(1.0, color="0.4", lw=0.8)
+            ax.axvline(h, color=COLORS[v], ls=":", lw=1.2, label=f"{v} horizon (SIR = 1): L ≈ {h:,.0f}")
+    ax.axhline(1.0, color="0.2", lw=0.9, ls="--", label="SIR = 1")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("context length L (tokens; K near + L−K far sources)")
-    ax.set_ylabel("signal-to-interference ratio E[(tᵀN)²] / E||F||²")
+    ax.set_xlabel(r"context length $L$ (tokens; $K$ near + $L-K$ far sources)")
+    ax.set_ylabel(r"SIR $\mathbb{E}[(t^\top N)^2] / \mathbb{E}\|F\|^2$")
     ax.set_title("C5: near signal vs far interference, QK-only vs QKV")
-    ax.legend(fontsize=8)
+    ax.legend(loc="upper right")
     p = result["params"]
-    caption(fig, caption_params(p, ("family", "d", "omega", "sigma", "p", "base", "K", "lam", "key_align", "noise",
+    sp.caption(fig, caption_params(p, ("family", "d", "omega", "sigma", "p", "base", "K", "lam", "key_align", "noise",
                                      "trials", "seed")) + "; bars: 95% delta-method CI")
-    return [save_figure(fig, outdir, "value-snr")]
+    return [sp.save(fig, Path(outdir) / "value-snr")]
 
 
 register(Check(
@@ -200,10 +203,10 @@ register(Check(
               "the signal-to-interference ratio E[(tᵀN)²]/E||F||² of QKV crosses 1 at a longer context than "
               "QK-only's (or not within the L grid).",
     options=with_default(family_options("so2-uniform", 16), omega=0.25) + (
-        Option("L", [64, 256, 1024, 4096, 16384, 65536], "context lengths L (comma list)", int_list),
-        Option("K", 4, "near sources (route lengths 0 … K−1) carrying the target value t, key q", int),
-        with_default((OPT_LAM,), lam=8.0)[0], OPT_KA, OPT_NOISE, Option("trials", 100, "Monte Carlo queries per L", int),
-        Option("trials_near", 4000, "routes of length K for the near-transport law E||P_n t − t||²", int)),
+        Option("L", [64, 256, 1024, 4096, 16384, 65536], "context lengths L (comma list)", IntList(2, 2**30, size=True)),
+        Option("K", 4, "near sources (route lengths 0 … K−1) carrying the target value t, key q", Int(1, 4096, size=True)),
+        with_default((OPT_LAM,), lam=8.0)[0], OPT_KA, OPT_NOISE, Option("trials", 100, "Monte Carlo queries per L", Int(2, 10**6, size=True)),
+        Option("trials_near", 4000, "routes of length K for the near-transport law E||P_n t − t||²", Int(2, 10**7, size=True))),
     run=run_snr, plot=plot_snr, module="simulations.value_snr",
     extra={"order": 2},
     mutants=(

@@ -9,10 +9,15 @@ sets and the far mass ``ρ_D``; closed-form bounds; estimators with intervals.
 >>> fam = st.make_family("so2-uniform", d=8, omega=1.0)
 >>> round(fam.spectral_gap, 4)
 0.1585
+
+Run a paper check from Python (:mod:`stylized.api`; the same options and defaults as
+``stylized check NAME``): ``r = st.run("score-gap", d=64)`` gives ``r.holds``, ``r.rows``,
+``r.headline``, ``r.plot()``, ``r.to_json()``.
 """
 
 __version__ = "0.1.0"
 
+from .api import Result, check_names, defaults, run  # noqa: E402
 from .attention import StylizedAttention, alibi_bias, far_mass, scores, softmax  # noqa: E402
 from .bounds import (  # noqa: E402
     alibi_far_sum,
@@ -35,4 +40,5 @@ __all__ = [
     "Estimate", "mean_ci", "proportion_ci",
     "FAMILY_NAMES", "make_family", "rope_frequencies",
     "route_product", "transported_queries", "transported_sum",
+    "run", "Result", "defaults", "check_names",
 ]

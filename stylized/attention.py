@@ -27,6 +27,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from .families import StepFamily, as_generator, uniform_sphere
+from .options import arg_int, arg_real, arg_reals
 from .transport import transported_queries, transported_sum
 
 __all__ = [
@@ -52,7 +53,12 @@ def check_lambda(lam: float) -> float:
 
 def check_logits(logits: np.ndarray, name: str = "logits") -> np.ndarray:
     """Return ``logits`` as float64, raising ``ValueError`` on NaN (``-inf`` masks are allowed)."""
-    x = np.asarray(logits, dtype=np.float64)
+    try:
+        if isinstance(logits, (str, bytes, bool)) or logits is None:
+            raise TypeError
+        x = np.asarray(logits, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be an array of real numbers, got {type(logits).__name__}") from None
     if np.isnan(x).any():
         raise ValueError(f"{name} contain NaN")
     if np.isposinf(x).any():
@@ -61,18 +67,30 @@ def check_logits(logits: np.ndarray, name: str = "logits") -> np.ndarray:
 
 
 def softmax(logits: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Numerically stable softmax (max subtracted); stable at logits of ±10⁴ and beyond."""
+    """Numerically stable softmax (max subtracted); stable at logits of ±10⁴ and beyond.
+
+    Raises ``ValueError`` for NaN or ``+inf`` logits, and for a row whose logits are all ``−inf``
+    (every key masked: the softmax is undefined there, not NaN).
+    """
     x = check_logits(logits)
+    if x.size == 0:
+        raise ValueError("logits must be non-empty")
     m = np.max(x, axis=axis, keepdims=True)
+    if np.isneginf(m).any():
+        raise ValueError("logits: a row is entirely -inf (every key masked); softmax is undefined")
     e = np.exp(x - m)
     return e / e.sum(axis=axis, keepdims=True)
 
 
 def alibi_bias(n: np.ndarray, m: float) -> np.ndarray:
     """ALiBi bias ``b = −m·n`` for route lengths ``n = i − j`` (slope ``m ≥ 0``)."""
+    m = arg_real("m (ALiBi slope)", m, 0)
     if not (m >= 0 and math.isfinite(m)):
         raise ValueError(f"m (ALiBi slope) must be a finite number ≥ 0, got {m!r}")
-    return -float(m) * np.asarray(n, dtype=float)
+    out = -float(m) * arg_reals("n", n, 0)
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f"m (ALiBi slope) × n overflows float64 (m = {m})")
+    return out
 
 
 def far_mass(logits: np.ndarray, D: int) -> np.ndarray:
@@ -129,9 +147,11 @@ class StylizedAttention:
     target_aligned: bool = True
 
     def __post_init__(self):
+        if not isinstance(self.family, StepFamily):
+            raise TypeError(f"family must be a StepFamily (see make_family), got {type(self.family).__name__}")
         check_lambda(self.lam)
-        if self.D < 0:
-            raise ValueError(f"D must be ≥ 0, got {self.D}")
+        self.D = arg_int("D", self.D, 0)
+        arg_real("alibi_m", self.alibi_m, 0)
         alibi_bias(0, self.alibi_m)
 
     def sample(self, L: int, random_state=None, values: np.ndarray | None = None) -> AttentionSample:

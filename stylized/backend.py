@@ -1,12 +1,20 @@
 """Array backends behind one switch: ``backend="numpy" | "numba" | "cupy"``.
 
-* ``numpy``: vectorised NumPy (the reference).
-* ``numba``: NumPy for array work plus Numba-jitted kernels for the hot loops
-  (:mod:`stylized.kernels`); random numbers are always drawn with NumPy Generators
-  and passed in, so results do not depend on the number of threads.
-* ``cupy``: the same vectorised code through CuPy's NumPy-compatible namespace on a GPU.
-  CuPy's random streams differ from NumPy's: compare backends on identical inputs, or
-  in distribution.
+Two implementations per concept, no third:
+
+* the **array-namespace path**, written once against ``xp`` (:mod:`stylized.transport`'s engine and
+  :func:`~stylized.transport.beta_step`, the value Monte Carlo, the sweep's namespace twins).
+  ``numpy`` is this path with ``xp = numpy``; ``cupy`` is the same code with CuPy arrays on a GPU;
+* the **Numba kernels** (:mod:`stylized.kernels`, the fused counter-RNG kernels): ``numba`` runs them
+  for the hot loops, with NumPy for the array work around them.  Random numbers are drawn with NumPy
+  Generators and passed in, or drawn inside a kernel from the counter stream of
+  :mod:`stylized.counter_rng`, so results do not depend on the number of threads.
+
+Each kernel's NumPy twin (``*_numpy``) is the namespace path or a call into the engine, and both are
+tested against the dense route product (:mod:`stylized.transport_reference`).  Where a sampler keeps a
+host branch for ``numpy``/``numba`` beside its ``cupy`` branch, the two draw their random numbers in a
+different order (NumPy's family streams vs device Generators), so they agree in law, not bit for bit:
+compare backends on identical inputs, or in distribution.
 
 A Monte Carlo routine that supports ``cupy`` is written once against an array namespace:
 ``xp = array_namespace(backend)`` and ``xrng = xp_generator(backend, rng)`` (for numpy/numba

@@ -1,4 +1,5 @@
-"""Counter-based random numbers inside Numba kernels, in a form LLVM can vectorise.
+"""The RNG module: seeding (:func:`as_generator`, :func:`stream_keys`) and counter-based random numbers
+inside Numba kernels, in a form LLVM can vectorise.
 
 The ``t``-th draw of a stream with key ``K`` is the SplitMix64 output
 ``mix64(K + (t+1)·G)`` (``G = 0x9E3779B97F4A7C15``), i.e. exactly what a SplitMix64 generator
@@ -14,6 +15,13 @@ Vectorisable primitives used by the fused kernels:
 * :func:`log_unit` ``ln u`` for ``u ∈ (0, 1]`` (exponent split by a bit cast, then an odd
   ``atanh`` series; relative error ≲ 2e-15, no libm call);
 * :func:`sincos` ``(sin x, cos x)`` by a Taylor polynomial on ``x/4`` and two angle doublings.
+
+One convention.  Every counter stream in the package is this one: draw ``t`` of key ``K`` is
+``mix64(K + (t+1)·G)`` (:func:`draw` in kernels, :func:`draw_np` in any array namespace).  A stream
+written as ``mix64(K + t·G)`` (draw ``t`` counted from 0, as the streaming log-sum-exp of
+:mod:`stylized.lse` does) is the same sequence keyed :func:`zero_based_key` ``(K) = K − G``, so it is
+served by :func:`draw` without changing a single number.  :func:`box_muller_np` and
+:func:`unit_from_high_np` rebuild the kernels' normals and uniforms in NumPy (exact tests).
 
 Kernels that call them need ``error_model="numpy"``: Numba's default Python error model puts a
 zero-division check on every float division, which stops LLVM from vectorising the loop.
@@ -35,7 +43,8 @@ from numba import uint64
 from numba.core import types
 from numba.extending import intrinsic
 
-__all__ = ["GOLDEN", "mix64", "mix64_np", "draw", "box_muller", "normals", "unit_open", "unit_from_high", "unit_from_low", "log_unit", "sincos",
+__all__ = ["as_generator", "GOLDEN", "mix64", "mix64_np", "draw", "draw_np", "zero_based_key", "box_muller", "box_muller_np",
+           "unit_from_high_np", "normals", "unit_open", "unit_from_high", "unit_from_low", "log_unit", "sincos",
            "stream_keys", "splitmix64_reference"]
 
 GOLDEN = 0x9E3779B97F4A7C15  # SplitMix64's increment (2⁶⁴/φ)
@@ -59,6 +68,40 @@ def mix64_np(z: np.ndarray) -> np.ndarray:
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return z ^ (z >> np.uint64(31))
+
+
+def as_generator(random_state: int | np.random.Generator | np.random.SeedSequence | None) -> np.random.Generator:
+    """Return a :class:`numpy.random.Generator` from a seed, a SeedSequence or a Generator (passed through)."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    return np.random.default_rng(random_state)
+
+
+def draw_np(key, t):
+    """:func:`draw` in any array namespace: ``mix64(key + (t+1)·G)`` for ``uint64`` arrays ``key``, ``t`` (broadcast)."""
+    return mix64_np(key + (t + np.uint64(1)) * np.uint64(GOLDEN))
+
+
+def zero_based_key(key: int) -> int:
+    """The key under which :func:`draw` serves the stream ``mix64(key + t·G)``: ``key − G`` (mod ``2⁶⁴``)."""
+    return (int(key) - GOLDEN) % 2**64
+
+
+def unit_from_high_np(z):
+    """:func:`unit_from_high` on a ``uint64`` array: ``(⌊z/2³²⌋ + ½)/2³² ∈ (0, 1)``."""
+    return ((z >> np.uint64(32)).astype(float) + 0.5) / 2.0**32
+
+
+def box_muller_np(key, t):
+    """NumPy rebuild of :func:`box_muller` for pair indices ``t`` (``uint64`` array): ``(g_cos, g_sin)``.
+
+    Uses libm's ``log``/``cos``/``sin`` instead of the kernels' polynomials (agreement to ~1e-15).
+    """
+    z0 = draw_np(key, np.uint64(2) * t)
+    z1 = draw_np(key, np.uint64(2) * t + np.uint64(1))
+    r = np.sqrt(-2.0 * np.log(((z0 >> np.uint64(11)) + np.uint64(1)).astype(float) / 2.0**53))
+    phi = 2.0 * np.pi * unit_from_high_np(z1)
+    return r * np.cos(phi), r * np.sin(phi)
 
 
 def stream_keys(seed: int | np.random.SeedSequence, n: int) -> np.ndarray:

@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
+from .options import arg_int
+
 __all__ = ["Estimate", "mean_ci", "mean_ci_from_moments", "proportion_ci", "bonferroni_level", "rounding_tolerance"]
 
 
@@ -50,24 +52,33 @@ class Estimate:
 
 
 def _check_level(level: float) -> float:
-    if not (0.0 < level < 1.0):
+    if isinstance(level, bool) or not isinstance(level, (int, float, np.floating, np.integer)) or not (0.0 < level < 1.0):
         raise ValueError(f"level must lie in (0, 1), got {level!r}")
     return level
 
 
 def mean_ci(x, level: float = 0.95) -> Estimate:
-    """Mean of the samples ``x`` with a Student-t interval."""
+    """Mean of the samples ``x`` with a Student-t interval.
+
+    One sample has no variance estimate: its interval is ``(−inf, inf)`` (documented, not an error).
+    """
     _check_level(level)
+    if isinstance(x, (str, bytes, bool)) or x is None:
+        raise TypeError(f"x must be an array of samples, got {type(x).__name__}")
     x = np.asarray(x, dtype=float).ravel()
     n = x.size
     if n == 0:
-        raise ValueError("mean_ci needs at least one sample")
-    if np.isnan(x).any():
-        raise ValueError("samples contain NaN")
+        raise ValueError("x: mean_ci needs at least one sample")
+    if not np.isfinite(x).all():
+        raise ValueError("x: samples must be finite (no NaN or ±inf)")
     m = float(x.mean())
     if n == 1:
         return Estimate(m, -math.inf, math.inf, 1, level)
     half = float(stats.t.ppf(0.5 + level / 2, n - 1) * x.std(ddof=1) / math.sqrt(n))
+    if not math.isfinite(m):
+        raise ValueError("x: samples too large for a finite mean in float64")
+    if not math.isfinite(half):
+        raise ValueError(f"level = {level!r}: the interval is infinite (Student-t quantile or spread of x overflows)")
     return Estimate(m, m - half, m + half, n, level)
 
 
@@ -84,6 +95,7 @@ def mean_ci_from_moments(total: float, total_sq: float, n: int, level: float = 0
 
 def proportion_ci(k: int, n: int, level: float = 0.95, method: str = "wilson") -> Estimate:
     """``k`` successes out of ``n``: Wilson score interval, or ``method="clopper-pearson"`` (exact)."""
+    k, n = arg_int("k", k, 0), arg_int("n", n, 1)
     _check_level(level)
     if n <= 0 or not (0 <= k <= n):
         raise ValueError(f"need 0 ≤ k ≤ n and n > 0, got k={k}, n={n}")
@@ -106,6 +118,7 @@ def proportion_ci(k: int, n: int, level: float = 0.95, method: str = "wilson") -
 
 def bonferroni_level(level: float, m: int) -> float:
     """Per-row level so that ``m`` simultaneous intervals hold jointly at ``level``."""
+    m = arg_int("m", m, 1)
     _check_level(level)
     return 1.0 - (1.0 - level) / max(1, int(m))
 

@@ -16,6 +16,7 @@ Results are written under ``<results>/falsify/`` by ``stylized falsify`` and ren
 
 from __future__ import annotations
 
+import json
 import time
 
 from .estimators import proportion_ci
@@ -101,7 +102,8 @@ def load_falsify(name: str) -> dict:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
-def main(names: list[str], *, seeds: int = 100, mutants: bool = True, frr: bool = True, backend: str = "numba") -> int:
+def main(names: list[str], *, seeds: int = 100, mutants: bool = True, frr: bool = True, backend: str = "numba",
+         dry_run: bool = False) -> int:
     """``stylized falsify``: mutation table and false-rejection rates; exit 1 if a mutant survives or FRR > 7.5%."""
     import sys
 
@@ -112,10 +114,13 @@ def main(names: list[str], *, seeds: int = 100, mutants: bool = True, frr: bool 
     checks = load_checks()
     unknown = [n for n in names if n not in checks]
     if unknown:
-        raise ValueError(f"NAME must be one of {', '.join(checks)}; got {unknown[0]!r}")
+        raise ValueError(f"NAME: must be one of {', '.join(checks)}; got {str(unknown[0])[:40]!r}")
     if not isinstance(seeds, int) or not 1 <= seeds <= 10_000:
-        raise ValueError(f"--seeds must be an integer in [1, 10000], got {seeds!r}")
+        raise ValueError(f"--seeds: must be an integer in [1, 10^4], got {seeds!r}")
     chosen = [checks[n] for n in (names or list(checks))]
+    if dry_run:  # validated; list what would run
+        print(json.dumps({"checks": [c.name for c in chosen], "seeds": seeds, "mutants": mutants, "frr": frr}))
+        return 0
     bad = 0
     for c in chosen:
         if not c.mutants or not c.reduced:

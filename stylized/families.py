@@ -35,6 +35,7 @@ import numpy as np
 from scipy.stats import ortho_group
 
 from .bounds import mixing_window
+from .counter_rng import as_generator  # noqa: F401  (re-exported: seeding lives in the RNG module)
 from .family_args import FAMILY_ARG_RANGES, validate_family_args
 
 __all__ = [
@@ -54,13 +55,6 @@ __all__ = [
     "rope_frequencies",
     "as_generator",
 ]
-
-
-def as_generator(random_state: int | np.random.Generator | np.random.SeedSequence | None) -> np.random.Generator:
-    """Return a :class:`numpy.random.Generator` from a seed, a SeedSequence or a Generator."""
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    return np.random.default_rng(random_state)
 
 
 def rope_frequencies(d: int, base: float = 10000.0) -> np.ndarray:
@@ -417,9 +411,9 @@ def make_family(
     d: int,
     *,
     omega: float = 1.0,
-    sigma: float = 1.0,
+    sigma: float = 0.5,
     mu: float = 0.0,
-    p: float = 0.5,
+    p: float = 0.1,
     base: float = 10000.0,
 ) -> StepFamily:
     """Build a step family by name; the keyword arguments irrelevant to that family are ignored.
@@ -429,8 +423,8 @@ def make_family(
     name : one of ``FAMILY_NAMES``.
     d : dimension (even for SO(2) families).
     omega : half-width of the uniform angle law (``so2-uniform``).
-    sigma, mu : normal angle law (``so2-normal``).
-    p : Haar probability (``lazy-haar``).
+    sigma, mu : normal angle law (``so2-normal``); ``sigma`` defaults to 0.5, the command line's ``--sigma``.
+    p : Haar probability (``lazy-haar``); defaults to 0.1, the command line's ``--p``.
     base : RoPE base (``rope-random``).
     """
     if not isinstance(name, str) or name not in FAMILY_NAMES:

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FAMILY_ARG_RANGES", "validate_family_args"]
+__all__ = ["FAMILY_ARG_RANGES", "validate_family_args", "MAX_DIM"]
+
+MAX_DIM = 1 << 16
+"""Largest dimension ``d`` a step family accepts (a ``d × d`` product is 32 GiB at ``d = 65536``)."""
 
 FAMILY_ARG_RANGES: dict[str, str] = {
-    "d": "an integer ≥ 2 (even for SO(2) families)",
+    "d": "an integer ≥ 2 (at most 65536; even for SO(2) families)",
     "omega": "(0, π] for every plane",
     "sigma": "(0, ∞), finite, for every plane",
     "mu": "finite reals",
@@ -36,6 +39,8 @@ _SO2_KINDS = ("so2-uniform", "so2-normal", "rope-random", "token")
 def _planes(name: str, value, d: int) -> np.ndarray:
     """``value`` as one float per plane (``d/2`` of them), or a ValueError naming ``name``."""
     try:
+        if isinstance(value, (bool, np.bool_, str, bytes)) or value is None:
+            raise TypeError
         return np.broadcast_to(np.asarray(value, dtype=float), (d // 2,))
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be one number or d/2 = {d // 2} numbers in {FAMILY_ARG_RANGES[name]}, "
@@ -44,6 +49,8 @@ def _planes(name: str, value, d: int) -> np.ndarray:
 
 def _scalar(name: str, value) -> float:
     try:
+        if isinstance(value, (bool, np.bool_, str, bytes)) or value is None:
+            raise TypeError
         return float(value)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a number in {FAMILY_ARG_RANGES[name]}, got {value!r}") from None
@@ -61,7 +68,7 @@ def validate_family_args(family: str, d, **args) -> int:
     ValueError
         naming the first argument out of range and its allowed range.
     """
-    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 2:
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 2 <= d <= MAX_DIM:
         raise ValueError(f"d must be {FAMILY_ARG_RANGES['d']}, got {d!r}")
     d = int(d)
     if family in _SO2_KINDS and d % 2:

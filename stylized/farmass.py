@@ -10,8 +10,8 @@
   literal model above; ``backend="cupy"`` runs all queries of a chunk at once through the array
   namespace, near window from :func:`stylized.sampling.sample_overlaps` and every far score from the
   exact law below (so ``L_sim`` does not enter), drawn on the device in blocks of route steps.
-* closed forms used elsewhere: :func:`haar_mgf` (``μ = E e^{λξ} = e^{−λ} ₁F₁(a; 2a; 2λ)``,
-  ``a = (d−1)/2``), :func:`alibi_far_mass_bound`.  The predictions of this model's means live in
+* closed forms (:func:`haar_mgf`, :func:`alibi_far_mass_bound`, :func:`horizon_prediction`) live in
+  :mod:`stylized.theory` and are re-exported here.  The predictions of this model's means live in
   :mod:`stylized.growth`; the streaming log-sum-exp and the bound's far-mass streams in
   :mod:`stylized.lse` (re-exported here).
 
@@ -40,9 +40,9 @@ import numpy as np
 from scipy import special
 
 from .backend import array_namespace, namespace_of, to_numpy, xp_generator
-from .bounds import alibi_far_sum, far_mass_lower_bound, lambda_required
+from .bounds import alibi_far_mass_bound, far_mass_lower_bound, horizon_prediction, lambda_required  # noqa: F401
 from .families import StepFamily, as_generator, uniform_sphere
-from .kernels import kernel
+from .kernels import beta_step_nb, kernel
 from .lse import (  # noqa: F401  (re-exported: the streaming pieces lived here before)
     _XP_ELEMS,
     _fold_lse,
@@ -60,8 +60,10 @@ from .lse import (  # noqa: F401  (re-exported: the streaming pieces lived here 
     streamed_far_mass,
     streamed_far_masses,
 )
+from .lse import cum_lse as _cum_lse
 from .sampling import equal_energy_query, haar_coordinates, sample_overlaps
-from .transport import transported_queries
+from .score_laws import haar_mgf  # noqa: F401  (re-exported: closed forms live in stylized.theory)
+from .transport import beta_step, transported_queries
 
 __all__ = [
     "counter_uniforms",
@@ -91,32 +93,6 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------------------------
-# closed forms of the stylized model
-# --------------------------------------------------------------------------------------------
-def haar_mgf(lam: float, d: int) -> float:
-    """``μ = E[e^{λξ}]`` for ``ξ = qᵀu``, ``u`` uniform on ``S^{d−1}``: ``e^{−λ} ₁F₁(a; 2a; 2λ)``, ``a = (d−1)/2``."""
-    a = (d - 1) / 2.0
-    return float(math.exp(-lam) * special.hyp1f1(a, 2 * a, 2 * lam))
-
-
-def horizon_prediction(Z_N: float, mu: float, D: int) -> float:
-    """``L_{1/2} ≈ D + Z_N/μ``: the context length at which the far sum ``(L − D)μ`` reaches ``Z_N``."""
-    return D + Z_N / mu
-
-
-def alibi_far_mass_bound(lam: float, m: float, D: int) -> float:
-    """Bound on ``ρ_D`` under ALiBi for every ``L``: ``S/(S + Z_min)``.
-
-    ``S = Σ_{n≥D} e^{λ − mn}`` (:func:`alibi_far_sum`) bounds the far weight sum; the near sum is at
-    least ``Z_min = e^{λ} + Σ_{n=1}^{D−1} e^{−λ − mn}`` because the target at route length 0 scores
-    ``λ`` exactly (``qᵀq = 1``, no bias) and every other near logit is ``≥ −λ − mn``.
-    """
-    S = alibi_far_sum(lam, m, D)
-    zmin = math.exp(lam) + sum(math.exp(-lam - m * n) for n in range(1, D))
-    return S / (S + zmin)
-
-
-# --------------------------------------------------------------------------------------------
 # the stylized growth model with far-mass controls
 # --------------------------------------------------------------------------------------------
 CONTROLS = ("none", "alibi", "log-scaling", "forget-gate", "contraction")
@@ -133,8 +109,7 @@ def contraction_queries_numpy(w, q, beta: float):
     U = xp.empty(w.shape)
     U[0] = q
     for n in range(1, w.shape[0]):
-        c = w[n] @ U[n - 1] if w.ndim == 2 else xp.sum(w[n] * U[n - 1], axis=-1, keepdims=True)
-        U[n] = U[n - 1] - beta * w[n] * c
+        U[n] = beta_step(U[n - 1], w[n], beta)
     return U
 
 
@@ -144,11 +119,8 @@ def contraction_queries_numba(w, q, beta):
     U = np.empty((N, d))
     U[0] = q
     for n in range(1, N):
-        c = 0.0
-        for a in range(d):
-            c += w[n, a] * U[n - 1, a]
-        for a in range(d):
-            U[n, a] = U[n - 1, a] - beta * c * w[n, a]
+        U[n] = U[n - 1]
+        beta_step_nb(U[n], w[n], beta, 1.0)
     return U
 
 
@@ -182,11 +154,6 @@ def _orthogonal_scores(model: GrowthModel, N: int, keys: np.ndarray, q: np.ndarr
         U = transported_queries(fam, steps, q, rng)
     # position j = N−1−n ↔ route length n
     return model.lam * np.einsum("nd,nd->n", U[::-1], keys)
-
-
-def _cum_lse(x: np.ndarray) -> np.ndarray:
-    """``LSE(x[:k+1])`` for every ``k`` (float64, overflow-free)."""
-    return np.logaddexp.accumulate(x) if x.size else x
 
 
 def growth_trial(model: GrowthModel, Ls: np.ndarray, L_sim: int, rng, backend: str = "numba",

@@ -17,7 +17,10 @@ import math
 
 import numpy as np
 
+from ._broadcast import broadcasting
+from .bounds import horizon_prediction
 from .families import StepFamily
+from .options import arg_real
 from .weight_laws import (
     FarLaw,
     IsotropicChain,
@@ -36,7 +39,7 @@ __all__ = ["wald_horizon", "forget_gate_mean", "control_factor", "control_lambda
 # horizon and the forget gate's mean factors
 # ---------------------------------------------------------------------------------------
 def wald_horizon(mean_near: float, far: FarLaw, D: int) -> tuple[float, float]:
-    """Mean first context length ``L*`` at which the far sum reaches the near sum ``N``.
+    """Mean first context length ``L*`` at which the far sum reaches the near sum ``N`` (claim C4, *derived here*).
 
     Wald's identity for ``τ = min{k : X_1 + … + X_k ≥ N}`` (``N`` independent of the ``X``):
     ``E τ = (E N + E[overshoot]) / μ``, ``L* = D + τ``.  The mean overshoot is taken at its renewal limit
@@ -44,13 +47,19 @@ def wald_horizon(mean_near: float, far: FarLaw, D: int) -> tuple[float, float]:
     horizon ``L_{1/2}`` where ``(L − D)μ = E N``.
     """
     mu = far.mean
-    return D + (mean_near + far.second_moment / (2 * mu)) / mu, D + mean_near / mu
+    return D + (mean_near + far.second_moment / (2 * mu)) / mu, horizon_prediction(mean_near, mu, D)
 
 
+@broadcasting("gate", "sd")
 def forget_gate_mean(gate: float, sd: float) -> float:
-    """``φ = E σ(g)``, ``g ~ N(gate, sd²)`` (Gauss–Hermite, 80 nodes): ``E e^{G_n} = φ^n``."""
+    """Mean forget-gate factor (claim C4 control, *derived here*): ``φ = E σ(g)``, ``g ~ N(gate, sd²)``.
+
+    Gauss–Hermite with 80 nodes; ``E e^{G_n} = φ^n`` for i.i.d. gates.  Broadcasts over ``gate`` and ``sd``.
+    """
+    gate, sd = arg_real("gate", gate), arg_real("sd", sd, 0)
     x, w = np.polynomial.hermite_e.hermegauss(80)
-    return float(np.sum(w / (1.0 + np.exp(-(gate + sd * x)))) / math.sqrt(2 * math.pi))
+    with np.errstate(over="ignore"):  # e^{−g} = inf for g ≪ 0 gives σ(g) = 0 exactly: no warning
+        return float(np.sum(w / (1.0 + np.exp(-(gate + sd * x)))) / math.sqrt(2 * math.pi))
 
 
 # ---------------------------------------------------------------------------------------
@@ -88,7 +97,8 @@ def control_factor(model, control: str) -> float | None:
     if control == "alibi":
         return math.exp(-model.m)
     if control == "forget-gate":
-        return forget_gate_mean(model.gate, model.gate_sd)
+        r = forget_gate_mean(model.gate, model.gate_sd)
+        return None if r >= 1.0 else r  # σ(g) = 1 in float64 (g ≳ 37): no decay, c_n = 1
     return None
 
 
@@ -98,7 +108,7 @@ def control_lambda(model, control: str, L: int) -> float:
 
 
 def mean_near_sum(model, lam: float, r: float | None, chain, far: FarLaw) -> float:
-    """``E N = Σ_{n<D} c_n E e^{λ t_n}`` (aligned keys) or ``c_0 e^λ + Σ_{0<n<D} c_n μ`` (target only)."""
+    """(claim C4, *derived here*) ``E N = Σ_{n<D} c_n E e^{λ t_n}`` (aligned keys) or ``c_0 e^λ + Σ_{0<n<D} c_n μ`` (target only)."""
     D = model.D
     c = np.ones(D) if r is None else r ** np.arange(D, dtype=float)
     per = chain.mgf(lam, D) if model.near == "all" else np.r_[math.exp(lam), np.full(D - 1, far.mean)]
@@ -106,7 +116,7 @@ def mean_near_sum(model, lam: float, r: float | None, chain, far: FarLaw) -> flo
 
 
 def predict_growth(model, Ls, controls, far_law=FarLaw, chain=None, h: float = 0.1) -> dict:
-    """Predicted ``E[ρ_D(L)]`` per control (``none``, ``alibi``, ``log-scaling``, ``forget-gate``) at every ``L``.
+    """(claim C4, *derived here*) Predicted ``E[ρ_D(L)]`` per control (``none``, ``alibi``, ``log-scaling``, ``forget-gate``) at every ``L``.
 
     ``model``: a :class:`stylized.farmass.GrowthModel`.  ``far_law(lam, d)`` builds the far law and ``chain``
     is the near chain (default :func:`stylized.weight_laws.near_chain`); both are parameters so that a mutation
@@ -145,7 +155,7 @@ def predict_growth(model, Ls, controls, far_law=FarLaw, chain=None, h: float = 0
 
 
 def ratio_of_means(model, Ls, control: str, far_law=FarLaw, chain=None) -> np.ndarray:
-    """``E F / (E F + E N)`` per ``L``: the ratio of expectations, for comparison with ``E[F/(F+N)]`` (the prediction).
+    """(claim C4, *derived here*) ``E F / (E F + E N)`` per ``L``: the ratio of expectations, for comparison with ``E[F/(F+N)]`` (the prediction).
 
     Their difference is the Jensen gap of the ratio; it vanishes where one sum dominates (small and large ``L``).
     """
@@ -162,7 +172,7 @@ def ratio_of_means(model, Ls, control: str, far_law=FarLaw, chain=None) -> np.nd
 
 
 def horizon_crossing(model, far_law=FarLaw, chain=None, h: float = 0.1) -> float:
-    """The context length ``L_{1/2}`` where the predicted ``E[ρ_D(L)]`` without control equals ½ (real ``L``).
+    """(claim C4, *derived here*) The context length ``L_{1/2}`` where the predicted ``E[ρ_D(L)]`` without control equals ½ (real ``L``).
 
     Bisection in ``ln M`` on the exact Laplace form (``M = L − D`` far keys).
     """
@@ -214,7 +224,7 @@ def _target_laplace(family: StepFamily, lam: float, n: int, sig: np.ndarray, q: 
 
 def predict_transfer(family: StepFamily, lam: float, D: int, target_n: int, Ls, q: np.ndarray,
                      far_law=FarLaw, h: float = 0.1) -> dict:
-    """Predicted means of the transfer model (target ``k = q`` at route length ``target_n``, other keys uniform).
+    """(claim C3, *derived here*) Predicted means of the transfer model (target ``k = q`` at route length ``target_n``, other keys uniform).
 
     Near sum ``N = Y + R`` (``Y`` the target's weight, ``R`` the ``D − 1`` uniform near keys), far sum ``F``
     (``L − D`` uniform keys).  Returns ``rho`` (``E[F/(F+N)]`` per ``L``), ``alpha_target`` (``E[Y/(F+N)]``

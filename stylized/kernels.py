@@ -10,7 +10,9 @@ and :func:`kernel` picks one by backend name.
 * ``so2_scores``: ``s_j = Σ_b cos(A_{j,b}) ⟨q_b, k_{j,b}⟩ + sin(A_{j,b}) (q_b × k_{j,b})``
   with the accumulated route angle ``A_{j,b} = Σ_{s=j+1}^{i} θ_{s,b}`` (query at ``i = L−1``):
   ``qᵀ P_{j→i} k_j`` for SO(2) steps without forming any vector.
-* ``householder_queries``: ``u_j = P_{j→i}ᵀ q`` by rank-one updates ``u_j = u_{j+1} − 2 w_{j+1}(w_{j+1}·u_{j+1})``.
+* :func:`beta_step_nb`: the step ``u − β w (w·u)`` (Householder ``β = 2``, contraction ``β < 2``), written
+  once for every Numba kernel (the fused counter kernels keep it on the split Box–Muller layout).
+* ``householder_queries``: ``u_j = P_{j→i}ᵀ q`` by rank-one updates ``u_j = M_{j+1} u_{j+1}``.
 * ``householder_overlaps``: ``qᵀ P_n q`` along a chain of reflections for many trials at
   the route lengths ``ns`` (the mixing check's estimator).
 * :func:`householder_route`: ``u_j = P_{j→i}ᵀ q`` for all ``j`` *including the random draws*:
@@ -34,20 +36,22 @@ import numba
 import numpy as np
 
 from .counter_rng import (
-    GOLDEN,
     box_muller,
+    box_muller_np,
     draw,
+    draw_np,
     log_unit,
-    mix64_np,
     sincos,
     stream_keys,
     unit_from_high,
+    unit_from_high_np,
     unit_from_low,
     unit_open,
 )
-from .transport import route_angles
+from .transport import beta_step, iter_route_queries, route_angles, route_queries
+from .transport_reference import position_to_route
 
-__all__ = ["kernel", "so2_scores_numpy", "so2_scores_numba", "householder_queries_numpy",
+__all__ = ["kernel", "beta_step_nb", "so2_scores_numpy", "so2_scores_numba", "householder_queries_numpy",
            "householder_queries_numba", "householder_overlaps_numpy", "householder_overlaps_numba",
            "householder_route", "householder_route_numpy", "householder_chain_numba", "householder_chain_normals",
            "so2_context_counter",
@@ -55,6 +59,19 @@ __all__ = ["kernel", "so2_scores_numpy", "so2_scores_numba", "householder_querie
 
 # Reassociation lets LLVM vectorise the dot products (a few ulps of difference, no change in law).
 _FAST = {"reassoc", "contract", "nsz", "arcp"}
+
+
+@numba.njit(inline="always")
+def beta_step_nb(u, w, beta, nn):
+    """``u ← u − (β/nn) w (w·u)`` in place: the one Numba form of :func:`stylized.transport.beta_step`.
+
+    ``nn = 1`` for a unit ``w``; ``nn = ||g||²`` applies the step along an unnormalised ``g`` (``w = g/||g||``)."""
+    c = 0.0
+    for a in range(u.shape[0]):
+        c += w[a] * u[a]
+    f = beta * c / nn
+    for a in range(u.shape[0]):
+        u[a] -= f * w[a]
 
 
 def so2_scores_numpy(theta: np.ndarray, dot: np.ndarray, cross: np.ndarray) -> np.ndarray:
@@ -78,13 +95,11 @@ def so2_scores_numba(theta, dot, cross):
 
 
 def householder_queries_numpy(w: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Reference: ``w`` ``(L, d)`` unit reflection vectors, ``q`` ``(d,)``; returns ``U`` ``(L, d)``."""
-    L = w.shape[0]
-    U = np.empty((L, q.shape[0]))
-    U[L - 1] = q
-    for j in range(L - 2, -1, -1):
-        U[j] = U[j + 1] - 2.0 * w[j + 1] * (w[j + 1] @ U[j + 1])
-    return U
+    """Reference: ``w`` ``(L, d)`` unit reflection vectors by position, ``q`` ``(d,)``; returns ``U`` ``(L, d)``.
+
+    The array-namespace engine (:func:`stylized.transport.route_queries`) on the route-length view of ``w``.
+    """
+    return route_queries("householder", position_to_route(w), q)[::-1]
 
 
 @numba.njit(cache=True)
@@ -93,26 +108,18 @@ def householder_queries_numba(w, q):
     U = np.empty((L, d))
     U[L - 1] = q
     for j in range(L - 2, -1, -1):
-        c = 0.0
-        for a in range(d):
-            c += w[j + 1, a] * U[j + 1, a]
-        for a in range(d):
-            U[j, a] = U[j + 1, a] - 2.0 * c * w[j + 1, a]
+        U[j] = U[j + 1]
+        beta_step_nb(U[j], w[j + 1], 2.0, 1.0)
     return U
 
 
 def householder_overlaps_numpy(w: np.ndarray, q: np.ndarray, ns: np.ndarray) -> np.ndarray:
-    """Reference: ``w`` ``(T, N, d)`` reflections for ``T`` trials; returns ``(T, len(ns))`` values ``qᵀ P_n q``."""
-    T, N, d = w.shape
-    u = np.broadcast_to(q, (T, d)).copy()
-    out = np.empty((T, len(ns)))
-    k = 0
-    for n in range(0, N + 1):
-        while k < len(ns) and ns[k] == n:
-            out[:, k] = u @ q
-            k += 1
-        if n < N:
-            u -= 2.0 * w[:, n] * np.einsum("td,td->t", w[:, n], u)[:, None]
+    """Reference: ``w`` ``(T, N, d)`` reflections (``w[:, n]`` is step ``m_{n+1}``) for ``T`` trials; returns
+    ``(T, len(ns))`` values ``qᵀ P_n q`` through the engine (:func:`stylized.transport.iter_route_queries`)."""
+    steps = np.concatenate([np.zeros_like(w[:, :1]), w], axis=1)  # route-length order, row 0 unused
+    out = np.empty((w.shape[0], len(ns)))
+    for n, u in enumerate(iter_route_queries("householder", steps[:, : int(np.max(ns)) + 1], q)):
+        out[:, ns == n] = (u @ q)[:, None]
     return out
 
 
@@ -131,11 +138,7 @@ def householder_overlaps_numba(w, q, ns):
                 out[t, k] = s
                 k += 1
             if n < N:
-                c = 0.0
-                for a in range(d):
-                    c += w[t, n, a] * u[a]
-                for a in range(d):
-                    u[a] -= 2.0 * c * w[t, n, a]
+                beta_step_nb(u, w[t, n], 2.0, 1.0)
     return out
 
 
@@ -196,23 +199,15 @@ def householder_chain_numba(key, u0, U, start_row):
 def householder_chain_normals(key: int, steps: int, d: int) -> np.ndarray:
     """NumPy rebuild of the normals ``g`` that :func:`householder_chain_numba` draws for its first ``steps`` steps."""
     P = (d + 1) // 2
-    t = np.arange(2 * P * steps, dtype=np.uint64).reshape(steps, P, 2)
-    z = mix64_np(np.uint64(key) + (t + np.uint64(1)) * np.uint64(GOLDEN))
-    r = np.sqrt(-2.0 * np.log(((z[..., 0] >> np.uint64(11)) + np.uint64(1)).astype(float) / 2.0**53))
-    phi = 2.0 * np.pi * ((z[..., 1] >> np.uint64(32)).astype(float) + 0.5) / 2.0**32
-    return np.concatenate([r * np.cos(phi), r * np.sin(phi)], axis=-1)[:, :d]
+    gc, gs = box_muller_np(np.uint64(key), np.arange(P * steps, dtype=np.uint64).reshape(steps, P))
+    return np.concatenate([gc, gs], axis=-1)[:, :d]
 
 
 @numba.njit(cache=True, fastmath=_FAST, nogil=True)
 def _reflect_rows(U, v):
     """``U[j] ← (I − 2 v vᵀ) U[j]`` for every row (``v`` a unit vector)."""
-    m, d = U.shape
-    for j in range(m):
-        c = 0.0
-        for a in range(d):
-            c += v[a] * U[j, a]
-        for a in range(d):
-            U[j, a] -= 2.0 * c * v[a]
+    for j in range(U.shape[0]):
+        beta_step_nb(U[j], v, 2.0, 1.0)
 
 
 def householder_route_numpy(q: np.ndarray, L: int, random_state=None) -> np.ndarray:
@@ -288,7 +283,7 @@ def householder_route(q: np.ndarray, L: int, seed: int | np.random.SeedSequence 
         v = v / nv if nv > 0 else np.zeros(d)
         vs.append(v)
         last = U[edges[k + 1]]
-        end = last - 2.0 * v * (v @ last)
+        end = beta_step(last, v)
     jobs = [pool.submit(_reflect_rows, U[edges[k + 1]:edges[k]], vs[k - 1]) for k in range(1, segments)]
     for job in jobs:
         job.result()
@@ -371,11 +366,11 @@ def so2_context_counter_inputs(omegas: np.ndarray, qn: np.ndarray, L: int, keys:
     in source order ``j = L−1−n`` (the inputs of ``so2_context_numpy``); for tests on small sizes."""
     B = len(omegas)
     t = np.arange(2 * L * B, dtype=np.uint64).reshape(L, B, 2)
-    z = mix64_np(np.asarray(keys, dtype=np.uint64)[:, None, None, None] + (t + np.uint64(1)) * np.uint64(GOLDEN))
+    z = draw_np(np.asarray(keys, dtype=np.uint64)[:, None, None, None], t)
     u = ((z[..., 0] >> np.uint64(11)) + np.uint64(1)).astype(float) / 2.0**53
     r = np.sqrt(-2.0 * np.log(u))
     phi = 2.0 * np.pi * ((z[..., 1] & np.uint64(0xFFFFFFFF)).astype(float) + 0.5) / 2.0**32
-    theta = omegas * (2.0 * ((z[..., 1] >> np.uint64(32)).astype(float) + 0.5) / 2.0**32 - 1.0)
+    theta = omegas * (2.0 * unit_from_high_np(z[..., 1]) - 1.0)
     g = np.linalg.norm(r, axis=-1, keepdims=True)
     dot, cross = qn * r * np.cos(phi) / g, qn * r * np.sin(phi) / g
     if 0 <= target_n < L:

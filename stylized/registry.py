@@ -1,9 +1,17 @@
 """The registry of paper checks: one :class:`Check` per claim experiment.
 
-A check is declared in a module of :mod:`simulations` and registered with
-:func:`register`; :func:`load_checks` imports every such module.  The CLI, the
-``check --all`` runner and ``paper_checks.md`` all read this registry, so a new
+A check is declared in an experiment module and registered with :func:`register`.  The
+library never names its experiments: :func:`load_checks` finds them through the
+``stylized.checks`` entry-point group (:func:`plugins`), which the experiments' package
+declares in ``pyproject.toml`` (``simulations = "simulations:check_modules"``, which lists the
+modules to import); a source checkout that was not reinstalled is read from its own ``pyproject.toml``.
+The CLI, the ``check --all`` runner and ``paper_checks.md`` all read this registry, so a new
 check needs nothing but its own module.
+
+A check that needs an optional package (``requires=("torch",)``) is left out when the package
+is not installed; an *external* check (``external=True``) only reads a result another command
+wrote (the C6 transformer comparison, the bridge) and renders its own ``paper_checks.md`` rows
+and section (``table_rows``, ``section``).
 
 A check's ``run(params, *, seed, backend, progress)`` returns a dict with at least
 ``holds`` (bool), ``rows`` (list of dicts, each with the swept variables under their
@@ -15,16 +23,20 @@ option names and ``estimate``, ``ci_low``, ``ci_high``, ``theory``, ``n_samples`
 from __future__ import annotations
 
 import importlib
-import pkgutil
+import importlib.util
+import re
+import sys
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 from .backend import BACKENDS
+from .options import Spec, check_work, spec_of
 
-__all__ = ["Option", "Mutant", "Check", "headline", "register", "load_checks", "get_check", "int_list", "float_list", "str_list"]
+__all__ = ["Option", "Mutant", "Check", "headline", "register", "load_checks", "get_check", "plugins", "load_plugin", "int_list", "float_list", "str_list"]
 
 
 def int_list(s: str | list) -> list[int]:
@@ -67,6 +79,15 @@ class Option:
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-")
 
+    @property
+    def spec(self) -> Spec | Callable[[Any], Any]:
+        """The :class:`~stylized.options.Spec` that parses and validates this option (generic for plain types)."""
+        return spec_of(self.parse, self.default)
+
+    def allowed(self) -> str:
+        """The allowed values in words (``'an integer in [1, 10^7]'``), for ``--list`` and ``--help``."""
+        return self.spec.describe() if isinstance(self.spec, Spec) else ""
+
 
 @dataclass(frozen=True)
 class Mutant:
@@ -101,24 +122,40 @@ class Check:
     # ("reduced sizes") at which the mutation suite and the false-rejection runs use the same test.
     mutants: tuple[Mutant, ...] = ()
     reduced: dict = field(default_factory=dict)
+    # Optional packages the check needs (left out of the registry when one is missing).
+    requires: tuple[str, ...] = ()
+    # External: the result is written by another command; ``run`` only reads it, ``check --all``
+    # reports it without rerunning, and ``table_rows(results)`` / ``section(results)`` render its
+    # ``paper_checks.md`` rows and section (lists of markdown lines).
+    external: bool = False
+    table_rows: Callable[[Path], list[str]] | None = None
+    section: Callable[[Path], list[str]] | None = None
 
     def defaults(self) -> dict:
         return {o.name: o.default for o in self.options}
 
     def parse_params(self, given: dict | None = None) -> dict:
-        """Defaults overridden by ``given``; list-valued options accept strings or lists."""
+        """Defaults overridden by ``given`` (strings, lists or values), each parsed and validated by
+        its option's spec; then the work estimate is capped (:func:`stylized.options.check_work`).
+
+        Raises ``ValueError`` ``"--opt: must be … in [lo, hi], got '…'"`` (one line) on the first bad value.
+        """
         params = self.defaults()
+        if given is not None and not isinstance(given, dict):
+            raise TypeError(f"params must be a dict of option values, got {type(given).__name__}")
         unknown = set(given or {}) - set(params)
         if unknown:
-            raise ValueError(f"unknown option(s) for check {self.name!r}: {', '.join(sorted(unknown))}")
+            raise ValueError(f"unknown option(s) for check {self.name!r}: {', '.join(sorted(map(str, unknown)))}")
         opts = {o.name: o for o in self.options}
         for k, v in (given or {}).items():
             if v is None:
                 continue
+            spec = opts[k].spec
             try:
-                params[k] = opts[k].parse(v) if isinstance(v, (str, list)) else v
-            except ValueError as e:
-                raise ValueError(f"{opts[k].flag}: {e}") from None
+                params[k] = spec(v) if isinstance(spec, Spec) or isinstance(v, (str, list)) else v
+            except (ValueError, TypeError, OverflowError) as e:
+                raise ValueError(f"{opts[k].flag}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+        check_work({o.name: o.spec for o in self.options}, params, self.defaults(), {o.name: o.flag for o in self.options})
         return params
 
 
@@ -140,18 +177,85 @@ def register(check: Check) -> Check:
     return check
 
 
-def load_checks() -> dict[str, Check]:
-    """Import every module of :mod:`simulations` (not its sub-packages) and return the registry, by claim order."""
-    import simulations
+CHECKS_GROUP = "stylized.checks"
+COMMANDS_GROUP = "stylized.commands"
+_ROOT = Path(__file__).resolve().parent.parent
 
-    for info in pkgutil.iter_modules(simulations.__path__):
-        if not info.ispkg and not info.name.startswith("_"):
-            importlib.import_module(f"simulations.{info.name}")
-    return dict(sorted(_REGISTRY.items(), key=lambda kv: (kv[1].claim, kv[1].extra.get("order", 0), kv[0])))
+
+def plugins(group: str) -> dict[str, str]:
+    """``name → "module:attr"`` for the entry points of ``group``.
+
+    Installed entry points come first; a source checkout (``pyproject.toml`` beside the
+    package, run without reinstalling) adds the ones its ``pyproject.toml`` declares.
+    """
+    found = {ep.name: ep.value for ep in entry_points(group=group)}
+    for name, value in _declared_in_checkout(group).items():
+        found.setdefault(name, value)
+    return found
+
+
+def _declared_in_checkout(group: str) -> dict[str, str]:
+    """The ``[project.entry-points."<group>"]`` table of the checkout's ``pyproject.toml`` (entries whose
+    package sits in the checkout), read line by line (``name = "module:attr"``)."""
+    try:
+        text = (_ROOT / "pyproject.toml").read_text()
+    except OSError:
+        return {}
+    out, inside = {}, False
+    for line in text.splitlines():
+        line = line.split("#")[0].strip()
+        if line.startswith("["):
+            inside = line.replace("'", '"') == f'[project.entry-points."{group}"]'
+        elif inside and (m := re.fullmatch(r'([\w.-]+)\s*=\s*"([^"]+)"', line)):
+            if (_ROOT / m[2].split(":")[0].split(".")[0]).exists():
+                out[m[1]] = m[2]
+    return out
+
+
+def load_plugin(value: str):
+    """The object named by ``"module:attr"`` (or the module, without ``:attr``)."""
+    module, _, attr = value.partition(":")
+    obj = importlib.import_module(module)
+    for part in filter(None, attr.split(".")):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _register_plugin(obj) -> None:
+    """Register what a ``stylized.checks`` entry point names: a :class:`Check`, a module name (imported:
+    its checks register themselves), a module, a callable returning any of these, or an iterable of them."""
+    if isinstance(obj, Check):
+        register(obj)
+    elif isinstance(obj, str):
+        importlib.import_module(obj)
+    elif callable(obj) and not isinstance(obj, type):
+        _register_plugin(obj())
+    elif isinstance(obj, (list, tuple, set, frozenset)):
+        for x in obj:
+            _register_plugin(x)
+
+
+def _available(check: Check) -> bool:
+    return all(importlib.util.find_spec(m) is not None for m in check.requires)
+
+
+def load_checks(external: bool = False) -> dict[str, Check]:
+    """Every registered check whose optional packages are installed, by claim order.
+
+    ``external`` also returns the checks that only read another command's result (C6, the bridge).
+    """
+    for name, value in plugins(CHECKS_GROUP).items():
+        try:
+            _register_plugin(load_plugin(value))
+        except ImportError as e:
+            print(f"stylized: checks plugin {name!r} ({value}) not loaded: {e}", file=sys.stderr)
+    checks = {k: c for k, c in _REGISTRY.items() if (external or not c.external) and _available(c)}
+    return dict(sorted(checks.items(), key=lambda kv: (kv[1].claim, kv[1].extra.get("order", 0), kv[0])))
 
 
 def get_check(name: str) -> Check:
-    checks = load_checks()
+    """The check called ``name`` (external ones included); ``ValueError`` naming the choices otherwise."""
+    checks = load_checks(external=True)
     if name not in checks:
         raise ValueError(f"claim must be one of {', '.join(checks)}; got {name!r}")
     return checks[name]

@@ -4,8 +4,11 @@ Writes are atomic (temporary file, then ``os.replace``), so an interrupted run n
 leaves a half-written result, and ``check --all`` skips results that are up to date
 (same parameters, same code) — nothing already computed is lost.
 
-Locations default to ``simulations/results/`` and ``figures/`` beside the package;
-``STYLIZED_RESULTS_DIR`` and ``STYLIZED_FIGURES_DIR`` override them (tests use this).
+Where things go (:func:`output_root`, :func:`results_dir`, :func:`figures_dir`): under the
+directory given with ``--out`` (:func:`use_output_root`) when there is one; else, in a source
+checkout, its ``simulations/results/`` and ``figures/``; else (an installed package) ``results/``
+and ``figures/`` in the current directory — never inside site-packages.  ``STYLIZED_RESULTS_DIR``
+and ``STYLIZED_FIGURES_DIR`` override the two folders (tests use this).
 """
 
 from __future__ import annotations
@@ -20,13 +23,20 @@ import platform
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
 __all__ = [
+    "output_root",
+    "use_output_root",
+    "in_source_checkout",
     "results_dir",
     "figures_dir",
+    "Stopwatch",
+    "numba_cache_is_warm",
     "atomic_write_text",
     "save_result",
     "load_result",
@@ -40,15 +50,90 @@ __all__ = [
 _ROOT = Path(__file__).resolve().parent.parent
 # Files whose change can move a number: every library module but the plumbing around it.
 _NOT_NUMERIC = {"__init__.py", "__main__.py", "cli.py", "report.py", "registry.py", "results.py", "bench.py", "sweep.py",
-                "falsify.py"}
+                "falsify.py", "plotting.py", "api.py", "options.py"}
+
+
+_OUT: Path | None = None  # set by ``--out`` (use_output_root)
+
+
+def in_source_checkout() -> bool:
+    """Whether the package runs from a source checkout (``pyproject.toml`` and ``simulations/`` beside it)."""
+    return (_ROOT / "pyproject.toml").is_file() and (_ROOT / "simulations").is_dir()
+
+
+def output_root() -> Path:
+    """Where ``paper_checks.md`` goes: the ``--out`` directory, else the checkout's root, else the current directory."""
+    out = _explicit_out()
+    if out is not None:
+        return out
+    return _ROOT if in_source_checkout() else Path.cwd()
+
+
+@contextmanager
+def use_output_root(directory: str | os.PathLike | None) -> Iterator[Path | None]:
+    """Within the block, results, figures and ``paper_checks.md`` go under ``directory`` (``None``: no change).
+
+    The choice is also exported as ``STYLIZED_OUT`` so that worker processes see it.
+    """
+    global _OUT
+    if directory is None:
+        yield None
+        return
+    saved, saved_env = _OUT, os.environ.get("STYLIZED_OUT")
+    _OUT = Path(directory).resolve()
+    os.environ["STYLIZED_OUT"] = str(_OUT)
+    try:
+        yield _OUT
+    finally:
+        _OUT = saved
+        if saved_env is None:
+            os.environ.pop("STYLIZED_OUT", None)
+        else:
+            os.environ["STYLIZED_OUT"] = saved_env
+
+
+def _explicit_out() -> Path | None:
+    if _OUT is not None:
+        return _OUT
+    env = os.environ.get("STYLIZED_OUT")
+    return Path(env) if env else None
 
 
 def results_dir() -> Path:
-    return Path(os.environ.get("STYLIZED_RESULTS_DIR", _ROOT / "simulations" / "results"))
+    """Result files: ``<out>/results``, else ``$STYLIZED_RESULTS_DIR``, else the checkout's ``simulations/results``,
+    else ``./results``."""
+    out = _explicit_out()
+    if out is not None:
+        return out / "results"
+    if "STYLIZED_RESULTS_DIR" in os.environ:
+        return Path(os.environ["STYLIZED_RESULTS_DIR"])
+    return _ROOT / "simulations" / "results" if in_source_checkout() else Path.cwd() / "results"
 
 
 def figures_dir() -> Path:
-    return Path(os.environ.get("STYLIZED_FIGURES_DIR", _ROOT / "figures"))
+    """Figures: ``<out>/figures``, else ``$STYLIZED_FIGURES_DIR``, else the checkout's ``figures``, else ``./figures``."""
+    out = _explicit_out()
+    if out is not None:
+        return out / "figures"
+    if "STYLIZED_FIGURES_DIR" in os.environ:
+        return Path(os.environ["STYLIZED_FIGURES_DIR"])
+    return output_root() / "figures"
+
+
+class Stopwatch:
+    """Wall-clock seconds since creation (``time.perf_counter``): the package's one timer.
+
+    >>> sw = Stopwatch()
+    >>> sw.seconds >= 0
+    True
+    """
+
+    def __init__(self) -> None:
+        self._t0 = time.perf_counter()
+
+    @property
+    def seconds(self) -> float:
+        return time.perf_counter() - self._t0
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -110,13 +195,45 @@ def rows_csv(rows: list[dict]) -> str:
 
 
 def save_result(result: dict, directory: Path | None = None) -> Path:
-    """Write ``<claim>.json`` and ``<claim>.csv`` atomically; returns the JSON path."""
+    """Write ``<claim>.json`` and ``<claim>.csv`` as a pair; returns the JSON path.
+
+    Both texts are serialised and written to temporary files first (a serialisation error or a full
+    disk leaves the old pair untouched); then the CSV and, last, the JSON replace the old files.  The
+    JSON is the commit point: :func:`load_result` rewrites a CSV that does not match its JSON's rows
+    (a crash between the two replaces), so a reader never sees a mismatched pair.
+    """
     directory = Path(directory or results_dir())
     result = to_jsonable(result)
     path = directory / f"{result['claim']}.json"
-    atomic_write_text(directory / f"{result['claim']}.csv", rows_csv(result["rows"]))
-    atomic_write_text(path, json.dumps(result, indent=1, sort_keys=False, allow_nan=False) + "\n")
+    texts = {path.with_suffix(".csv"): rows_csv(result["rows"]),
+             path: json.dumps(result, indent=1, sort_keys=False, allow_nan=False) + "\n"}
+    directory.mkdir(parents=True, exist_ok=True)
+    tmps: dict[Path, str] = {}
+    try:
+        for target, text in texts.items():
+            fd, tmps[target] = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
+            with os.fdopen(fd, "w", newline="") as f:
+                f.write(text)
+        for target in texts:  # CSV first, JSON last
+            os.replace(tmps[target], target)
+            del tmps[target]
+    finally:
+        for tmp in tmps.values():
+            if os.path.exists(tmp):
+                os.unlink(tmp)
     return path
+
+
+def _repair_csv(path: Path, result: dict) -> None:
+    """Rewrite ``<name>.csv`` from the JSON's rows when it is missing or does not match them."""
+    csv_path = path.with_suffix(".csv")
+    want = rows_csv(result["rows"])
+    try:
+        if not csv_path.exists() or csv_path.read_text() != want:
+            atomic_write_text(csv_path, want)
+            print(f"stylized: {csv_path} did not match {path.name}; rewritten from it", file=sys.stderr)
+    except OSError:  # a read-only results folder: readers use the JSON
+        pass
 
 
 def load_result(name: str, directory: Path | None = None) -> dict | None:
@@ -130,15 +247,16 @@ def load_result(name: str, directory: Path | None = None) -> dict | None:
         return None
     try:
         r = json.loads(path.read_text())
-        if not isinstance(r, dict) or "holds" not in r or "rows" not in r:
+        if not isinstance(r, dict) or "holds" not in r or "rows" not in r or not isinstance(r["rows"], list):
             raise ValueError("not a check result")
-        return r
     except (ValueError, UnicodeDecodeError) as e:
         aside = path.with_name(path.name + ".corrupt")
         os.replace(path, aside)
         print(f"stylized: {path} is corrupt ({str(e).splitlines()[0][:80]}); moved to {aside.name}, recomputing",
               file=sys.stderr)
         return None
+    _repair_csv(path, r)
+    return r
 
 
 def check_writable(directory: Path) -> None:
@@ -148,7 +266,7 @@ def check_writable(directory: Path) -> None:
     while not probe.exists():
         probe = probe.parent
     if not os.access(probe, os.W_OK | os.X_OK):
-        raise ValueError(f"results directory {directory} is not writable; choose another with STYLIZED_RESULTS_DIR")
+        raise ValueError(f"results directory {directory} is not writable; choose another with --out")
 
 
 def is_canonical(check, params: dict | None, seed: int, backend: str) -> bool:
@@ -156,6 +274,23 @@ def is_canonical(check, params: dict | None, seed: int, backend: str) -> bool:
     given = {k: v for k, v in (params or {}).items() if v is not None}
     return (seed == 0 and backend == "numba"
             and to_jsonable(check.parse_params(given)) == to_jsonable(check.parse_params()))
+
+
+def numba_cache_is_warm() -> bool:
+    """Whether the library's Numba kernels were compiled and cached by an earlier run of this code.
+
+    Looks for Numba's index files (``*.nbi``) beside the package or under ``$NUMBA_CACHE_DIR`` that are
+    newer than their module's source.
+    """
+    pkg = Path(__file__).resolve().parent
+    base = os.environ.get("NUMBA_CACHE_DIR")
+    dirs = sorted(Path(base).glob(f"{pkg.name}_*")) if base else [pkg / "__pycache__"]
+    for d in dirs:
+        for nbi in d.glob("*.nbi") if d.is_dir() else ():
+            src = pkg / (nbi.name.split(".")[0] + ".py")
+            if src.exists() and nbi.stat().st_mtime >= src.stat().st_mtime:
+                return True
+    return False
 
 
 def _versions() -> dict:
@@ -180,9 +315,11 @@ def run_check(check, params: dict | None = None, *, seed: int = 0, backend: str 
     if backend not in check.backends:
         raise ValueError(f"backend for check {check.name!r} must be one of {', '.join(check.backends)}; got {backend!r}")
     p = check.parse_params(params)
-    t0 = time.perf_counter()
+    if progress and backend == "numba" and not check.external and not numba_cache_is_warm():
+        print("compiling numba kernels (first run only)…", file=sys.stderr, flush=True)
+    clock = Stopwatch()
     out = check.run(p, seed=int(seed), backend=backend, progress=progress)
-    seconds = time.perf_counter() - t0
+    seconds = clock.seconds
     result = {"claim": check.name, "params": {**p, "seed": int(seed), "backend": backend},
               "holds": bool(out.pop("holds")), "rows": out.pop("rows"), "seconds": round(seconds, 3)}
     result.update(out)

@@ -38,7 +38,8 @@ import numpy as np
 from .backend import array_namespace, to_numpy, xp_generator
 from .families import SO2Family, SO2Normal, SO2Uniform, StepFamily, TokenAngles, as_generator, uniform_sphere
 from .kernels import kernel
-from .transport import route_product
+from .transport import beta_step
+from .transport_reference import route_product
 
 __all__ = ["equal_energy_query", "sample_overlaps", "sample_steps", "haar_coordinates", "sample_far_route",
            "sample_far_route_dense", "XP_CHUNK_ELEMENTS"]
@@ -164,7 +165,7 @@ def _sample_overlaps_xp(family: StepFamily, ns: np.ndarray, size: int, xrng, xp,
     ``k`` defaults to ``q`` (then ``qᵀ P_n q``).  SO(2): accumulated angles ``A_n``, walked in blocks of
     at most ``block`` steps (fewer where ``size·block·d/2`` would pass :data:`XP_CHUNK_ELEMENTS`),
     ``s = Σ_b cos(A_b) dot_b + sin(A_b) cross_b``.  Householder: the rank-one update
-    ``u ← u − 2 g (g·u)/||g||²`` from ``u = k`` with Gaussian ``g``, one step at a time over all trials.
+    ``u ← u − 2 g (g·u)/||g||²`` (:func:`stylized.transport.beta_step`) from ``u = k`` with Gaussian ``g``, one step at a time over all trials.
     Haar kind: the exact joint law over the route lengths — between consecutive ``n_{k−1} < n_k`` a Haar
     step occurs with probability ``1 − (1−p)^{n_k − n_{k−1}}``, and then ``qᵀP k`` is a fresh
     ``||q||·||k||``-scaled Haar coordinate, else it is unchanged (``qᵀk`` before any Haar step).
@@ -209,7 +210,7 @@ def _sample_overlaps_xp(family: StepFamily, ns: np.ndarray, size: int, xrng, xp,
         u = xp.broadcast_to(xp.asarray(kh), (size, d)).copy()
         for n in range(1, nmax + 1):
             g = xrng.standard_normal((size, d))
-            u -= g * (2.0 * xp.sum(g * u, axis=1) / xp.sum(g * g, axis=1))[:, None]
+            u = beta_step(u, g, 2.0 / xp.sum(g * g, axis=1)[:, None])  # w = g/||g||
             if n in want:
                 out[:, want[n]] = u @ qd
         return out

@@ -14,6 +14,9 @@ equal ``k`` (the far copies of the target key in the score-gap check).  Every st
   ``R``'s diagonal positive (Stewart 1980; Mezzadri 2007) — applied as ``Qᵀu`` without being stored:
   ``d(d+1)/2`` normals and ``O(d²)`` per Haar step.  No exact-law shortcut anywhere.
 
+The reflection ``u − β w (w·u)`` is :func:`stylized.transport.beta_step` in the namespace twins; the fused
+Numba kernels keep it inline on their split (Box–Muller halves) or peeled (Householder QR) layouts.
+
 Numba kernels (``*_numba``) draw from the counter streams of :mod:`stylized.counter_rng` (trial ``t``
 uses key ``t`` of ``SeedSequence(seed)``), so results do not depend on threads; :func:`counter_normals`
 and :func:`counter_uniforms` rebuild those draws in NumPy for the exact tests.  The namespace twins
@@ -36,9 +39,19 @@ import numba
 import numpy as np
 
 from .backend import array_namespace, namespace_of, to_numpy, xp_generator
-from .counter_rng import GOLDEN, box_muller, draw, mix64_np, sincos, stream_keys, unit_from_high
+from .counter_rng import (
+    box_muller,
+    box_muller_np,
+    draw,
+    draw_np,
+    sincos,
+    stream_keys,
+    unit_from_high,
+    unit_from_high_np,
+)
 from .families import SO2Normal, SO2Uniform, as_generator
 from .kernels import renormalize_phases
+from .transport import beta_step
 
 __all__ = ["score_chains", "householder_chain_scores", "so2_chain_scores", "haar_chain_scores",
            "householder_scores_xp", "so2_scores_xp", "haar_scores_xp", "haar_apply_transpose",
@@ -54,18 +67,13 @@ BERNOULLI_OFFSET = 1 << 40
 # ---------------------------------------------------------------------------------------
 def counter_normals(key: int, start: int, count: int) -> np.ndarray:
     """Box–Muller pairs ``start … start+count−1`` of stream ``key`` as ``(count, 2)`` (cos, sin) normals."""
-    t = (np.arange(2 * count, dtype=np.uint64) + np.uint64(2 * start)).reshape(count, 2)
-    z = mix64_np(np.uint64(key) + (t + np.uint64(1)) * np.uint64(GOLDEN))
-    r = np.sqrt(-2.0 * np.log(((z[:, 0] >> np.uint64(11)) + np.uint64(1)).astype(float) / 2.0**53))
-    phi = 2.0 * np.pi * ((z[:, 1] >> np.uint64(32)).astype(float) + 0.5) / 2.0**32
-    return np.stack([r * np.cos(phi), r * np.sin(phi)], axis=1)
+    gc, gs = box_muller_np(np.uint64(key), np.arange(count, dtype=np.uint64) + np.uint64(start))
+    return np.stack([gc, gs], axis=1)
 
 
 def counter_uniforms(key: int, start: int, count: int) -> np.ndarray:
     """``unit_from_high`` of draws ``start … start+count−1`` of stream ``key``: uniforms in ``(0, 1)``."""
-    t = np.arange(count, dtype=np.uint64) + np.uint64(start)
-    z = mix64_np(np.uint64(key) + (t + np.uint64(1)) * np.uint64(GOLDEN))
-    return ((z >> np.uint64(32)).astype(float) + 0.5) / 2.0**32
+    return unit_from_high_np(draw_np(np.uint64(key), np.arange(count, dtype=np.uint64) + np.uint64(start)))
 
 
 # ---------------------------------------------------------------------------------------
@@ -219,7 +227,7 @@ def householder_scores_xp(q, k, N: int, normals, block: int = 64):
         g = g if start == 0 else normals(start, min(block, N - 1 - start))
         for t in range(g.shape[1]):
             gt = g[:, t]
-            u -= gt * (2.0 * xp.sum(gt * u, axis=1) / xp.sum(gt * gt, axis=1))[:, None]
+            u = beta_step(u, gt, 2.0 / xp.sum(gt * gt, axis=1)[:, None])  # w = g/||g||
             out[:, start + t + 1] = u @ k
     return out
 
@@ -256,8 +264,7 @@ def haar_apply_transpose(u, x):
         sg = xp.where(xc[:, 0] >= 0, 1.0, -1.0)
         v = xc.copy()
         v[:, 0] += sg * xp.sqrt(xp.sum(xc * xc, axis=1))
-        f = 2.0 * xp.sum(v * u[:, c:], axis=1) / xp.sum(v * v, axis=1)
-        u[:, c:] -= f[:, None] * v
+        u[:, c:] = beta_step(u[:, c:], v, 2.0 / xp.sum(v * v, axis=1)[:, None])
         u[:, c] *= -sg
         o += m
     return u

@@ -9,16 +9,15 @@ Scores are ``s = qᵀ P_{j→i} k`` with unit ``q``, ``k`` and ``P_{j→i} = M_i
 * :func:`so2_pair_correlation`: ``E[cos(A_{j→i,b})]`` averaged over *every* pair ``(j, i)`` at route
   length ``n`` inside one context, by FFT autocorrelation of ``e^{iC_t}`` (``C_t`` cumulative angles);
 * :func:`householder_window_sums`: ``Σ_i qᵀ P_{i−n→i} q`` over queries at a stride grid of one context;
-* the SO(2) attention sweep ``so2_context`` (Numba, with a NumPy twin): one query at ``i = L−1``
-  over ``L`` sources without materialising more than ``(L, d/2)`` per trial, returning the near
-  scores and the far ``log Σ e^{λ s}``; the sines and cosines come from a rotation recurrence
-  ``z ← z e^{iθ}`` with a polynomial ``sincos`` that vectorises (no SVML needed);
-* :func:`bench_rows`: kernel vs NumPy reference timings.
+* Householder chains ``qᵀ P_n k`` (Numba kernel and its array-namespace twin, both through the one
+  β-step of :mod:`stylized.transport` / :func:`stylized.kernels.beta_step_nb`).
 
-``backend="cupy"``: :func:`far_scores` and :func:`uniform_phase_scores` draw on the device; the NumPy
-twins :func:`so2_pair_correlation`, :func:`householder_window_sums_numpy`, :func:`haar_window_sums` and
-:func:`so2_context_numpy` are written against the namespace of their inputs (NumPy or CuPy), and
-:func:`so2_context_inputs_xp` draws the sweep's inputs on the device.
+The attention sweep (``so2_context_*``, ``transport_context_xp``) lives in :mod:`stylized.context_sweep`
+and is re-exported here; benchmarks live in the top-level ``benchmarks`` package.
+
+``backend="cupy"``: :func:`far_scores` and :func:`uniform_phase_scores` draw on the device; the
+twins :func:`so2_pair_correlation`, :func:`householder_window_sums_numpy` and :func:`haar_window_sums`
+are written against the namespace of their inputs (NumPy or CuPy).
 
 Example
 -------
@@ -31,20 +30,25 @@ Example
 from __future__ import annotations
 
 import math
-import time
-import tracemalloc
 
 import numba
 import numpy as np
 from scipy import special
 
 from .backend import array_namespace, namespace_of, to_numpy, xp_generator
-from .counter_rng import sincos
+from .context_sweep import (  # noqa: F401  (re-exported: the sweep's home is context_sweep)
+    so2_context_inputs,
+    so2_context_inputs_xp,
+    so2_context_numba,
+    so2_context_numpy,
+    transport_context_xp,
+)
 from .estimators import Estimate, proportion_ci
-from .families import SO2Family, StepFamily, as_generator, uniform_sphere
-from .kernels import lse_push, renormalize_phases
-from .sampling import XP_CHUNK_ELEMENTS, _sample_overlaps_xp, _sphere_xp, haar_coordinates, sample_steps
+from .families import SO2Family, StepFamily, as_generator
+from .kernels import beta_step_nb
+from .sampling import XP_CHUNK_ELEMENTS, _sample_overlaps_xp, haar_coordinates
 from .score_laws import haar_expected_max, haar_mgf, uniform_phase_mgf
+from .transport import beta_step, iter_route_queries
 
 __all__ = [
     "plane_dot_cross",
@@ -68,7 +72,6 @@ __all__ = [
     "so2_context_inputs_xp",
     "transport_context_xp",
     "first_crossing",
-    "bench_rows",
 ]
 
 
@@ -215,8 +218,7 @@ def householder_window_sums_numpy(w, q, stride: int, nmax: int) -> tuple:
             break
         sums[..., n] = (U[..., :live, :] @ q).sum(axis=-1)
         counts[n] = live
-        ww = xp.take(w, xp.maximum(posx - n, 0), axis=-2)  # step M_{i−n} extends the route to n+1
-        U -= 2.0 * ww * xp.einsum("...td,...td->...t", ww, U)[..., None]
+        U = beta_step(U, xp.take(w, xp.maximum(posx - n, 0), axis=-2))  # M_{i−n} extends the route to n+1
     return sums, counts
 
 
@@ -234,12 +236,7 @@ def householder_window_sums_numba(w, q, stride, nmax):
                 s += u[a] * q[a]
             sums[n] += s
             counts[n] += 1.0
-            t = i - n
-            c = 0.0
-            for a in range(d):
-                c += w[t, a] * u[a]
-            for a in range(d):
-                u[a] -= 2.0 * c * w[t, a]
+            beta_step_nb(u, w[i - n], 2.0, 1.0)
     return sums, counts
 
 
@@ -297,12 +294,11 @@ def first_crossing(n: np.ndarray, est: np.ndarray, lo: np.ndarray, hi: np.ndarra
 # Householder chains: s = qᵀ P_n k
 # ---------------------------------------------------------------------------------------
 def householder_chain_scores_numpy(g: np.ndarray, q: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """Reference: ``g`` ``(T, n, d)`` Gaussian draws (``w = g/|g|``); returns ``qᵀ M_n ⋯ M_1 k`` per trial."""
-    T, n, d = g.shape
-    u = np.broadcast_to(k, (T, d)).copy()
-    for t in range(n):
-        w = g[:, t] / np.linalg.norm(g[:, t], axis=1, keepdims=True)
-        u -= 2.0 * w * np.einsum("td,td->t", w, u)[:, None]
+    """Reference: ``g`` ``(T, n, d)`` Gaussian draws (``w = g/|g|``); returns ``qᵀ M_n ⋯ M_1 k`` per trial, through
+    the engine (:func:`stylized.transport.iter_route_queries`: ``P_nᵀ k = M_n ⋯ M_1 k`` for symmetric steps)."""
+    w = g / np.linalg.norm(g, axis=2, keepdims=True)
+    steps = np.concatenate([np.zeros_like(w[:, :1]), w], axis=1)  # route-length order, row 0 unused
+    *_, u = iter_route_queries("householder", steps, np.asarray(k, dtype=float))
     return u @ q
 
 
@@ -314,202 +310,11 @@ def householder_chain_scores_numba(g, q, k):
         u = k.copy()
         for t in range(n):
             gg = 0.0
-            c = 0.0
             for a in range(d):
                 gg += g[tr, t, a] * g[tr, t, a]
-                c += g[tr, t, a] * u[a]
-            c = 2.0 * c / gg
-            for a in range(d):
-                u[a] -= c * g[tr, t, a]
+            beta_step_nb(u, g[tr, t], 2.0, gg)
         s = 0.0
         for a in range(d):
             s += q[a] * u[a]
         out[tr] = s
     return out
-
-
-# ---------------------------------------------------------------------------------------
-# SO(2) attention sweep: one query at i = L−1 over L sources
-# ---------------------------------------------------------------------------------------
-def so2_context_numpy(theta, dot, cross, lam: float, D: int):
-    """Reference: ``theta``, ``dot``, ``cross`` ``(T, L, B)``.  Returns ``near`` ``(T, D)`` scores
-    ``s_n = qᵀ P_{i−n→i} k_{i−n}`` for ``n < D`` and ``far_lse`` ``(T,)`` = ``log Σ_{n≥D} e^{λ s_n}``.
-
-    Materialises ``(T, L, B)`` angles, cosines and sines (the cost the kernel avoids).  Written against
-    the namespace of ``theta`` (NumPy or CuPy: the ``cupy`` path of the sweep); results live there too.
-    """
-    xp = namespace_of(theta)
-    T, L, _ = theta.shape
-    # by route length n (source j = L−1−n): A_n = Σ of the n steps θ_{L−1}, …, θ_{L−n}, so A_0 = 0
-    A = xp.cumsum(theta[:, :0:-1], axis=1)
-    s = xp.empty((T, L))
-    s[:, 0] = xp.sum(dot[:, -1], axis=-1)
-    s[:, 1:] = xp.sum(xp.cos(A) * dot[:, -2::-1] + xp.sin(A) * cross[:, -2::-1], axis=-1)
-    return _near_and_far_lse(s, lam, D)
-
-
-def _near_and_far_lse(s, lam: float, D: int):
-    """Scores ``s`` ``(T, L)`` by route length: ``near = s[:, :D]`` and ``log Σ_{n≥D} e^{λ s_n}`` (``−∞`` if none)."""
-    xp = namespace_of(s)
-    near = s[:, :D].copy()
-    if s.shape[1] <= D:
-        return near, xp.full(s.shape[0], -np.inf)
-    far = lam * s[:, D:]
-    m = far.max(axis=1)
-    m = xp.where(xp.isfinite(m), m, 0.0)
-    far_lse = m + xp.log(xp.exp(far - m[:, None]).sum(axis=1))
-    return near, far_lse
-
-
-@numba.njit(cache=True, parallel=True, fastmath={"contract", "reassoc", "arcp"}, error_model="numpy")
-def so2_context_numba(theta, dot, cross, lam, D):
-    T, L, B = theta.shape
-    near = np.zeros((T, D))
-    far_lse = np.full(T, -np.inf)
-    for tr in numba.prange(T):
-        zr = np.ones(B)
-        zi = np.zeros(B)
-        m = -np.inf
-        acc = 0.0
-        for n in range(L):
-            j = L - 1 - n
-            s = 0.0
-            for b in range(B):
-                s += zr[b] * dot[tr, j, b] + zi[b] * cross[tr, j, b]
-            if n < D:
-                near[tr, n] = s
-            else:
-                m, acc = lse_push(m, acc, lam * s)
-            for b in range(B):  # z ← z e^{iθ_j}: A_{j−1} = A_j + θ_j
-                sn, cs = sincos(theta[tr, j, b])
-                r = zr[b] * cs - zi[b] * sn
-                zi[b] = zr[b] * sn + zi[b] * cs
-                zr[b] = r
-            if n % 1024 == 1023:  # keep |z| = 1 against rounding drift
-                renormalize_phases(zr, zi)
-        if acc > 0:
-            far_lse[tr] = m + math.log(acc)
-    return near, far_lse
-
-
-def so2_context_inputs(family: SO2Family, L: int, size: int, rng: np.random.Generator, q: np.ndarray,
-                       target_n: int | None = None):
-    """Draw steps and keys for ``size`` contexts: ``theta``, ``dot``, ``cross`` ``(size, L, d/2)``.
-
-    Keys are uniform on ``S^{d−1}``.  Their per-plane ``(dot_b, cross_b)`` is drawn directly: a uniform
-    key is invariant in law under block rotations, so ``(dot_b, cross_b) =_d |q_b| (k_{b,x}, k_{b,y})``
-    (one pass less than :func:`plane_dot_cross`).  If ``target_n`` is given the key at route length
-    ``target_n`` is ``q`` itself (``dot_b = |q_b|²``, ``cross_b = 0``).
-    """
-    d = family.d
-    theta = family.rvs(size * L, rng).reshape(size, L, d // 2)
-    k = rng.standard_normal((size, L, d))
-    k *= (1.0 / np.sqrt(np.einsum("tld,tld->tl", k, k)))[..., None]
-    qn = np.hypot(q[0::2], q[1::2])
-    dot = k[..., 0::2] * qn
-    cross = k[..., 1::2] * qn
-    if target_n is not None:
-        dot[:, L - 1 - target_n] = qn**2
-        cross[:, L - 1 - target_n] = 0.0
-    return theta, dot, cross
-
-
-def so2_context_inputs_xp(family: SO2Family, L: int, size: int, xrng, q: np.ndarray, target_n: int | None = None):
-    """:func:`so2_context_inputs` on the device (the ``cupy`` path): ``theta``, ``dot``, ``cross`` ``(size, L, d/2)``
-    drawn with the namespace Generator ``xrng``, by the same construction (isotropic keys, so
-    ``(dot_b, cross_b) =_d |q_b| (k_{b,x}, k_{b,y})`` for a uniform key ``k``; planted target ``k = q``).
-    """
-    xp = array_namespace("cupy")
-    theta = sample_steps(family, (size, L), xrng, "cupy")
-    k = _sphere_xp(xrng, xp, (size, L), family.d)
-    qn = xp.asarray(np.hypot(q[0::2], q[1::2]))
-    dot, cross = k[..., 0::2] * qn, k[..., 1::2] * qn
-    if target_n is not None:
-        dot[:, L - 1 - target_n] = qn**2
-        cross[:, L - 1 - target_n] = 0.0
-    return theta, dot, cross
-
-
-def transport_context_xp(family: StepFamily, L: int, size: int, xrng, q: np.ndarray, lam: float, D: int,
-                         target_n: int | None = None):
-    """The attention sweep for O(d) families on the device (the ``cupy`` path of ``transfer``).
-
-    ``size`` contexts of length ``L``: unit keys uniform on ``S^{d−1}`` (the key at route length ``target_n``
-    is ``q``) and i.i.d. steps, all drawn with the namespace Generator ``xrng`` in blocks of steps.  The route
-    is walked back from ``i = L−1`` one step at a time over all contexts: ``u_0 = q``, ``s_n = u_n·k_n`` and
-    ``u_{n+1} = M u_n`` (Householder ``u − 2w(w·u)``; Haar kind: the exact law, ``u`` redrawn uniformly with
-    norm ``|q|`` at a Haar step).  Returns, like :func:`so2_context_numpy`, ``near`` ``(size, D)`` scores and
-    ``far_lse`` ``(size,)`` = ``log Σ_{n≥D} e^{λ s_n}``, in the namespace (memory ``O(size·L)``).
-    """
-    xp = array_namespace("cupy")
-    d = family.d
-    qd = xp.asarray(q)
-    u = xp.broadcast_to(qd, (size, d)).copy()
-    s = xp.empty((size, L))
-    block = max(1, XP_CHUNK_ELEMENTS // (size * d))
-    for start in range(0, L, block):
-        m = min(block, L - start)
-        keys = _sphere_xp(xrng, xp, (size, m), d)
-        if target_n is not None and start <= target_n < start + m:
-            keys[:, target_n - start] = qd
-        steps = sample_steps(family, (size, m), xrng, "cupy")  # unit w, or the Haar-step mask
-        fresh = None if family.kind == "householder" else float(np.linalg.norm(q)) * _sphere_xp(xrng, xp, (size, m), d)
-        for t in range(m):
-            s[:, start + t] = xp.sum(u * keys[:, t], axis=1)
-            if fresh is None:
-                u -= 2.0 * steps[:, t] * xp.sum(steps[:, t] * u, axis=1)[:, None]
-            else:
-                u = xp.where(steps[:, t, None], fresh[:, t], u)
-    return _near_and_far_lse(s, lam, D)
-
-
-# ---------------------------------------------------------------------------------------
-# benchmark pieces
-# ---------------------------------------------------------------------------------------
-def _timed(f, repeat: int) -> tuple[float, float]:
-    times, peak = [], 0.0
-    for _ in range(repeat):
-        tracemalloc.start()
-        t0 = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t0)
-        peak = max(peak, tracemalloc.get_traced_memory()[1] / 2**20)
-        tracemalloc.stop()
-    return float(np.median(times)), peak
-
-
-def bench_rows(repeat: int = 3) -> list[dict]:
-    """Hot kernels against their NumPy references on identical inputs, timed side by side (medians).
-
-    * ``so2_context``: one query over ``L = 65,536`` sources at ``d = 64`` for 4 trials (scores + far LSE);
-    * ``householder_chain_scores``: ``qᵀ P_n k`` for 256 chains of ``n = 500`` reflections at ``d = 64``.
-
-    ``peak_mib`` is the traced (NumPy) peak of the kernel call; inputs are allocated outside the timing.
-    """
-    from .families import make_family
-
-    rng = np.random.default_rng(0)
-    rows = []
-    fam = make_family("rope-random", 64)
-    q = np.full(64, 1 / 8.0)
-    theta, dot, cross = so2_context_inputs(fam, 65536, 4, rng, q, target_n=3)
-    so2_context_numba(theta[:, :64], dot[:, :64], cross[:, :64], 8.0, 16)  # compile outside the timing
-    cases = [("so2_context (d=64, L=65536, 4 trials)",
-              lambda: so2_context_numba(theta, dot, cross, 8.0, 16),
-              lambda: so2_context_numpy(theta, dot, cross, 8.0, 16))]
-    g = rng.standard_normal((256, 500, 64))
-    householder_chain_scores_numba(g[:2, :2], q, q)
-    cases.append(("householder_chain_scores (d=64, n=500, 256 trials)",
-                  lambda: householder_chain_scores_numba(g, q, q),
-                  lambda: householder_chain_scores_numpy(g, q, q)))
-    w = uniform_sphere(rng, (65536,), 64)
-    householder_window_sums_numba(w[:64], q, 16, 8)
-    cases.append(("householder_window_sums (d=64, L=65536, stride 64, nmax 300)",
-                  lambda: householder_window_sums_numba(w, q, 64, 300),
-                  lambda: householder_window_sums_numpy(w, q, 64, 300)))
-    for name, fk, fn in cases:
-        tk, pk = _timed(fk, repeat)
-        tn, _ = _timed(fn, repeat)
-        rows.append({"name": name, "kind": "kernel", "baseline": "numpy", "seconds": tk, "baseline_seconds": tn,
-                     "ratio": tn / tk, "peak_mib": pk})
-    return rows

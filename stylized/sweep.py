@@ -39,10 +39,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .backend import BACKENDS
+from .options import Choice, Int, arg_type
 from .registry import Check, get_check
 from .results import atomic_write_text, rows_csv, run_check, to_jsonable
 
-__all__ = ["parse_grid", "grid_points", "point_key", "point_seed", "run_point", "run_sweep", "add_parser", "main"]
+__all__ = ["parse_grid", "grid_points", "validate_sweep", "point_key", "point_seed", "run_point", "run_sweep", "add_parser", "main"]
 
 
 def parse_grid(specs: list[str]) -> dict[str, list[str]]:
@@ -56,12 +58,12 @@ def parse_grid(specs: list[str]) -> dict[str, list[str]]:
         name, sep, values = str(spec).partition("=")
         name = name.strip().replace("-", "_")
         if not sep or not name:
-            raise ValueError(f"grid must look like NAME=v1,v2,…; got {spec!r}")
+            raise ValueError(f"--grid: must look like NAME=v1,v2,…; got {spec!r}")
         vals = [v.strip() for v in (values.split(";") if ";" in values else values.split(",")) if v.strip()]
         if not vals:
-            raise ValueError(f"grid {name!r} has no values; got {spec!r}")
+            raise ValueError(f"--grid: {name!r} has no values; got {spec!r}")
         if name in grid:
-            raise ValueError(f"grid {name!r} is given twice")
+            raise ValueError(f"--grid: {name!r} is given twice")
         grid[name] = vals
     return grid
 
@@ -108,10 +110,58 @@ def _done(path: Path, want: dict) -> bool:
     return all(got.get(k) == want[k] for k in ("check", "point", "sweep_seed", "backend")) and got.get("result") is not None
 
 
-def _init_worker(threads: int) -> None:
+def _die_with_parent(parent: int) -> None:
+    """Make this worker die with the sweep process: a SIGKILL when its parent exits (Linux
+    ``prctl(PR_SET_PDEATHSIG)``), and an immediate exit if the parent is already gone."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _worker_ref(check: Check) -> Check | str:
+    """``check`` itself when it pickles, else its name (a registered check holds lambdas, e.g. mutant
+    patches, that do not pickle; a worker looks it up in its own registry)."""
+    import pickle
+
+    try:
+        pickle.dumps(check)
+        return check
+    except (pickle.PicklingError, AttributeError, TypeError):
+        return check.name
+
+
+def _init_worker(threads: int, parent: int | None = None) -> None:
+    if parent is not None:
+        _die_with_parent(parent)
     import numba
 
     numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+
+
+MAX_POINTS = 10_000
+"""Most grid points one sweep accepts."""
+
+
+def validate_sweep(check: Check | str, grid: dict[str, list[str]] | list[dict]) -> tuple[Check, list[dict]]:
+    """The check and the grid's points, every point's options validated (``ValueError`` naming the
+    option and its range) before any work or file."""
+    check = get_check(check) if isinstance(check, str) else check
+    points = grid_points(grid) if isinstance(grid, dict) else [dict(p) for p in grid]
+    if not 1 <= len(points) <= MAX_POINTS:
+        raise ValueError(f"--grid: must give 1 to {MAX_POINTS} points, got {len(points)}")
+    unknown = {k for p in points for k in p} - {o.name for o in check.options}
+    if unknown:
+        raise ValueError(f"--grid: unknown option(s) for check {check.name!r}: {', '.join(sorted(unknown))}")
+    for p in points:  # fail fast on a bad value, before any work
+        check.parse_params(p)
+    return check, points
 
 
 def run_sweep(check: Check | str, grid: dict[str, list[str]] | list[dict], *, seed: int = 0, backend: str = "numba",
@@ -123,13 +173,7 @@ def run_sweep(check: Check | str, grid: dict[str, list[str]] | list[dict], *, se
     without a scheduler runs in this process; ``workers > 1`` uses that many spawned
     processes; ``scheduler`` is a Dask ``distributed`` address (``tcp://host:8786``).
     """
-    check = get_check(check) if isinstance(check, str) else check
-    points = grid_points(grid) if isinstance(grid, dict) else [dict(p) for p in grid]
-    unknown = {k for p in points for k in p} - {o.name for o in check.options}
-    if unknown:
-        raise ValueError(f"grid: unknown option(s) for check {check.name!r}: {', '.join(sorted(unknown))}")
-    for p in points:  # fail fast on a bad value, before any work
-        check.parse_params(p)
+    check, points = validate_sweep(check, grid)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be an integer ≥ 1, got {workers!r}")
     out = Path(out or Path("sweeps") / check.name)
@@ -160,8 +204,9 @@ def run_sweep(check: Check | str, grid: dict[str, list[str]] | list[dict], *, se
 
         threads = max(1, (os.cpu_count() or 1) // workers)
         with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=_init_worker,
-                                 initargs=(threads,)) as pool:
-            futs = {pool.submit(run_point, check, p, seed, backend): i for i, p in enumerate(todo)}
+                                 initargs=(threads, os.getpid())) as pool:
+            ref = _worker_ref(check)
+            futs = {pool.submit(run_point, ref, p, seed, backend): i for i, p in enumerate(todo)}
             for fut in as_completed(futs):
                 save(todo[futs[fut]], fut.result())
     else:
@@ -191,11 +236,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     ps.add_argument("check", metavar="CHECK", help="check name (see stylized check --list)")
     ps.add_argument("--grid", action="append", default=[], metavar="NAME=v1,v2",
                     help="option values to sweep (repeatable; ';' separates list-valued values)")
-    ps.add_argument("--workers", type=int, default=1, help="local processes (default 1: in this process)")
+    ps.add_argument("--workers", type=arg_type(Int(1, 256)), default=1, help="local processes (default 1: in this process)")
     ps.add_argument("--scheduler", default=None, metavar="ADDRESS", help="Dask distributed scheduler address")
     ps.add_argument("--out", default=None, metavar="DIR", help="output folder (default sweeps/CHECK)")
-    ps.add_argument("--seed", type=int, default=0, help="sweep seed; each point's seed is derived from it (default 0)")
-    ps.add_argument("--backend", default="numba", help="array backend (default numba)")
+    ps.add_argument("--seed", type=arg_type(Int(0, 2**32 - 1)), default=0, help="sweep seed; each point's seed is derived from it (default 0)")
+    ps.add_argument("--backend", default="numba", type=arg_type(Choice(*BACKENDS)),
+                    help=f"array backend: {', '.join(BACKENDS)} (default numba)")
+    ps.add_argument("--dry-run", action="store_true", help="validate the check, grid and options; print the points; run nothing")
     ps.set_defaults(func=_cmd_sweep)
     return ps
 
@@ -205,7 +252,11 @@ def _cmd_sweep(args) -> int:
         raise ValueError(f"seed must be an integer ≥ 0, got {args.seed}")
     grid = parse_grid(args.grid)
     if not grid:
-        raise ValueError("grid: give at least one --grid NAME=v1,v2")
+        raise ValueError("--grid: give at least one --grid NAME=v1,v2")
+    if args.dry_run:
+        check, points = validate_sweep(args.check, grid)
+        print(json.dumps({"check": check.name, "points": len(points), "seed": args.seed, "backend": args.backend}))
+        return 0
     print(run_sweep(args.check, grid, seed=args.seed, backend=args.backend, workers=args.workers,
                     scheduler=args.scheduler, out=args.out))
     return 0
@@ -213,8 +264,10 @@ def _cmd_sweep(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m stylized.sweep CHECK --grid …`` (the same as ``stylized sweep``)."""
-    parser = argparse.ArgumentParser(prog="stylized")
-    add_parser(parser.add_subparsers(dest="command"))
+    from .cli import _Parser  # one-line errors (exit 2), as `stylized sweep`
+
+    parser = _Parser(prog="stylized")
+    add_parser(parser.add_subparsers(dest="command", parser_class=_Parser))
     args = parser.parse_args(["sweep", *(sys.argv[1:] if argv is None else argv)])
     try:
         return args.func(args)

@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import integrate
-from scipy.special import ive, roots_jacobi
+from scipy.special import ive
 
+from ._broadcast import broadcasting
 from .backend import namespace_of
 from .families import SO2Family, StepFamily, TokenAngles
+from .options import arg_int, arg_real, arg_reals
+from .score_laws import jacobi_nodes
 
 __all__ = [
     "correlation_pairs",
@@ -43,7 +46,7 @@ __all__ = [
 
 
 def correlation_pairs(family: StepFamily, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Weights ``w`` and ratios ``z`` with ``bᵀE[M]^m b / ||b||² = Σ_r w_r Re z_r^m``.
+    """(claim C5, *quoted*: ``Σ_b ||b_b||² Re χ_b^m`` for SO(2)) Weights ``w`` and ratios ``z`` with ``bᵀE[M]^m b / ||b||² = Σ_r w_r Re z_r^m``.
 
     SO(2): ``w_b = ||b_b||²/||b||²`` and ``z_b = χ_b`` per plane (equal ``χ`` merged).
     Other families have ``E[M] = c I``: one pair ``(1, c)``.
@@ -64,10 +67,17 @@ def correlation_pairs(family: StepFamily, b: np.ndarray) -> tuple[np.ndarray, np
 
 
 def coherent_sum(z: complex | np.ndarray, M: int) -> np.ndarray:
-    """``S(z, M) = Σ_{j,k=0}^{M−1} z^{|j−k|} = M + 2 Σ_{m=1}^{M−1} (M − m) z^m`` (exact, direct sum).
+    """Coherent pair sum (claim C5, *derived here*): ``S(z, M) = Σ_{j,k=0}^{M−1} z^{|j−k|} = M + 2 Σ_{m=1}^{M−1} (M − m) z^m``.
+
+    Exact direct sum; broadcasts over ``z``.
 
     Closed form ``M(1+z)/(1−z) − 2z(1−z^M)/(1−z)²`` for ``z ≠ 1``; ``S(1, M) = M²``.
     """
+    M = arg_int("M", M, 1, 10**7)
+    if isinstance(z, (str, bytes, bool)) or z is None:
+        raise TypeError(f"z must be a complex number or array, got {z!r}")
+    if not np.all(np.isfinite(np.asarray(z, dtype=complex))) or np.any(np.abs(np.asarray(z, dtype=complex)) > 1 + 1e-12):
+        raise ValueError(f"z must be finite with |z| ≤ 1 (a correlation), got {z!r}")
     if M < 1:
         raise ValueError(f"M (number of far sources) must be ≥ 1, got {M}")
     z = np.asarray(z, dtype=complex)
@@ -75,8 +85,10 @@ def coherent_sum(z: complex | np.ndarray, M: int) -> np.ndarray:
     return M + 2.0 * (np.power.outer(z, m) @ (M - m).astype(float))
 
 
+@broadcasting("M", "noise")
 def qkv_interference_theory(family: StepFamily, b: np.ndarray, M: int, noise: float = 0.0) -> float:
-    """Exact ``E||F_QKV||²/(ρ_D²||b||²)`` for ``M`` equal-weight far sources (i.i.d. steps).
+    """Finite-``M`` far interference of QKV (claim C5, *derived*): exact ``E||F_QKV||²/(ρ_D²||b||²)`` for ``M``
+    equal-weight far sources (i.i.d. steps); broadcasts over ``M`` and ``noise``.
 
     ``(1/M²) Σ_r w_r Re S(z_r, M) + σ² d / (M ||b||²)``; see the module docstring.
     """
@@ -86,7 +98,8 @@ def qkv_interference_theory(family: StepFamily, b: np.ndarray, M: int, noise: fl
 
 
 def qkv_asymptote(family: StepFamily, b: np.ndarray, M: int, noise: float = 0.0) -> float | None:
-    """Large-``M`` form ``Σ_r w_r Re[(1+z_r)/(1−z_r)]/M + σ²d/(M||b||²)`` (an approximation of
+    """Large-``M`` form (claim C5, *quoted*: the paper's ``(1 + χ)/((1 − χ)M)``)
+    ``Σ_r w_r Re[(1+z_r)/(1−z_r)]/M + σ²d/(M||b||²)`` (an approximation of
     :func:`qkv_interference_theory`; ``None`` when some ``z_r = 1``: no decay)."""
     w, z = correlation_pairs(family, b)
     if np.any(np.abs(1 - z) < 1e-12):
@@ -94,13 +107,20 @@ def qkv_asymptote(family: StepFamily, b: np.ndarray, M: int, noise: float = 0.0)
     return float(np.real((1 + z) / (1 - z)) @ w) / M + noise**2 * family.d / (M * float(np.dot(b, b)))
 
 
+@broadcasting("d", "M", "noise")
 def qk_interference_theory(d: int, b: np.ndarray, M: int, noise: float = 0.0) -> float:
-    """Exact ``E||F_QK||²/(ρ_D²||b||²) = 1 + σ² d/(M ||b||²)`` for ``M`` equal weights."""
+    """Far interference of QK-only (claim C5, *quoted*: ``E F = ρ_D b``; the noise term *derived here*).
+
+    Exact ``E||F_QK||²/(ρ_D²||b||²) = 1 + σ² d/(M ||b||²)`` for ``M`` equal weights; broadcasts over ``d``, ``M``, ``noise``.
+    """
+    d, M, noise = arg_int("d", d, 1), arg_int("M", M, 1), arg_real("noise", noise, 0, 1e100)
+    if not np.any(arg_reals("b", b)):
+        raise ValueError("b must be a non-zero vector")
     return 1.0 + noise**2 * d / (M * float(np.dot(b, b)))
 
 
 def quadratic_form(a: np.ndarray, w: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """``Σ_{j,k} a_j a_k Σ_r w_r Re z_r^{|j−k|}`` for each row of ``a`` (shape ``(T, M)``) in ``O(T·M·R)``.
+    """(claim C5, *derived here*) ``Σ_{j,k} a_j a_k Σ_r w_r Re z_r^{|j−k|}`` for each row of ``a`` (shape ``(T, M)``) in ``O(T·M·R)``.
 
     The plug-in prediction of ``||F/ρ_D||²/||b||²`` for given far weights ``a = ᾱ`` when
     the weights are independent of the steps.  Recursion ``h_k = z (h_{k−1} + a_{k−1})``
@@ -123,24 +143,43 @@ def quadratic_form(a: np.ndarray, w: np.ndarray, z: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------
 # softmax weights that select aligned routes: the tilted far output
 # ---------------------------------------------------------------------------------------
+def _bessel_ratio(nu: float, x: float, terms: int = 200) -> float:
+    """``I_{ν+1}(x)/I_ν(x)`` by the backward recurrence ``r_n = x/(2(n+1) + x r_{n+1})``, for ``x ≪ ν``
+    where ``ive`` underflows (converges like ``(x/2ν)^terms``)."""
+    r = 0.0
+    for n in range(terms, -1, -1):
+        r = x / (2.0 * (nu + n + 1.0) + x * r)
+    return r
+
+
+@broadcasting("d", "lam")
 def haar_tilt_floor(d: int, lam: float) -> float:
-    """``(I_{d/2}(λ)/I_{d/2−1}(λ))²``: the ``M → ∞`` value of ``r_QKV`` when query and far keys equal
+    """Noncommutative floor (claim C5) ``(I_{d/2}(λ)/I_{d/2−1}(λ))²``: the ``M → ∞`` value of ``r_QKV`` when query and far keys equal
     ``b̂`` and ``u = P_n b̂`` is stationary uniform on ``S^{d−1}`` *(derived)*.
 
     ``E[u e^{λu·b̂}]/E[e^{λu·b̂}] = (d/dλ) log E[e^{λu·b̂}] · b̂`` and ``E[e^{λu·b̂}] ∝ λ^{1−d/2} I_{d/2−1}(λ)``,
     whose log-derivative is ``I_{d/2}(λ)/I_{d/2−1}(λ)``.
     """
-    return float((ive(d / 2, lam) / ive(d / 2 - 1, lam)) ** 2) if lam > 0 else 0.0
+    d, lam = arg_int("d", d, 2), arg_real("lam", lam, 0, 1e8)
+    if lam == 0:
+        return 0.0
+    num, den = ive(d / 2, lam), ive(d / 2 - 1, lam)  # below ~1e-280 (x ≪ ν) they lose digits or underflow to 0
+    r = num / den if min(num, den) > 1e-280 else _bessel_ratio(d / 2 - 1, lam)
+    return float(r**2)
 
 
+@broadcasting("lam")
 def torus_tilt_floor(b: np.ndarray, lam: float) -> float:
-    """``Σ_p w_p (I_1(λw_p)/I_0(λw_p))²``, ``w_p = ||b̂_p||²``: the ``M → ∞`` value of ``r_QKV`` for SO(2)
+    """SO(2) tilt floor (claim C5) ``Σ_p w_p (I_1(λw_p)/I_0(λw_p))²``, ``w_p = ||b̂_p||²``: the ``M → ∞`` value of ``r_QKV`` for SO(2)
     planes whose accumulated angles equidistribute on the torus (query and keys ``= b̂``) *(derived)*.
 
     The score ``λ b̂ᵀPb̂ = λ Σ_p w_p cos φ_p`` factorises over planes, so
     ``E[R(φ_p) e^{λw_p cos φ_p}]/E[e^{λw_p cos φ_p}] = (I_1/I_0)(λw_p)·I`` and the limit output is
     ``Σ_p (I_1/I_0)(λw_p) b̂_p``.
     """
+    lam = arg_real("lam", lam, 0, 1e8)
+    if not np.any(arg_reals("b", b)):
+        raise ValueError("b must be a non-zero vector")
     b = np.asarray(b, dtype=float)
     w = (b[0::2] ** 2 + b[1::2] ** 2) / float(b @ b)
     k = lam * w
@@ -148,7 +187,7 @@ def torus_tilt_floor(b: np.ndarray, lam: float) -> float:
 
 
 def tilt_floor(family: StepFamily, b: np.ndarray, lam: float) -> float | None:
-    """The ``M → ∞`` coherent floor of ``r_QKV`` with query and far keys ``= b̂`` (softmax scale ``λ``).
+    """(claim C5, *derived here*) The ``M → ∞`` coherent floor of ``r_QKV`` with query and far keys ``= b̂`` (softmax scale ``λ``).
 
     :func:`torus_tilt_floor` for SO(2) angle laws with a density (uniform, normal, RoPE-random);
     :func:`haar_tilt_floor` for Householder, lazy Haar and Haar steps (their long routes are uniform
@@ -161,20 +200,14 @@ def tilt_floor(family: StepFamily, b: np.ndarray, lam: float) -> float | None:
     return haar_tilt_floor(family.d, lam)
 
 
-def _sphere_nodes(d: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Gauss–Jacobi nodes and probability weights for ``x = b̂ᵀu``, ``u`` uniform on ``S^{d−1}``."""
-    a = (d - 3) / 2
-    x, w = roots_jacobi(n, a, a)
-    return x, w / w.sum()
-
-
+@broadcasting("d", "lam", "M")
 def haar_tilt_energy(d: int, lam: float, M: int, nodes: int = 160) -> tuple[float, float]:
-    """Exact ``E||Σ_n ᾱ_n u_n||²`` and ``E[Σ_n ᾱ_n²]`` for ``M`` i.i.d. uniform ``u_n ∈ S^{d−1}`` and
+    """Finite-``M`` tilted far energy (claim C5), exact ``E||Σ_n ᾱ_n u_n||²`` and ``E[Σ_n ᾱ_n²]`` for ``M`` i.i.d. uniform ``u_n ∈ S^{d−1}`` and
     ``ᾱ_n ∝ e^{λ b̂ᵀu_n}`` *(derived; see the module docstring)*.
 
     This is ``r_QKV`` of ``M`` far sources under Haar steps with query and far keys ``= b̂``
     (the routes ``P_n b̂``, ``n ≥ 1``, are then i.i.d. uniform), and its plug-in part ``E[ᾱᵀᾱ]``;
-    it tends to :func:`haar_tilt_floor` as ``M → ∞``.  One-dimensional quadrature in ``log t`` over
+    it tends to :func:`haar_tilt_floor` as ``M → ∞``; broadcasts over ``d``, ``lam``, ``M`` (a pair of arrays).  One-dimensional quadrature in ``log t`` over
     Gauss–Jacobi moments (relative accuracy ≈ 1e-8 for ``λ ≲ 20``).
     """
     if M < 1:
@@ -185,7 +218,7 @@ def haar_tilt_energy(d: int, lam: float, M: int, nodes: int = 160) -> tuple[floa
         return 1.0, 1.0
     if lam == 0:
         return 1.0 / M, 1.0 / M
-    x, p = _sphere_nodes(d, nodes)
+    x, p = jacobi_nodes(nodes, (d - 3) / 2)
     wt = np.exp(lam * x)
     scale = float(M * (p @ wt))
 

@@ -37,6 +37,13 @@ import numpy as np
 from .backend import array_namespace, namespace_of, to_numpy, xp_generator
 from .families import StepFamily, as_generator
 from .sampling import XP_CHUNK_ELEMENTS, _sphere_xp, sample_steps
+from .transport import (  # noqa: F401  (re-exported: the engine's home is transport)
+    haar_law_sum,
+    route_scores,
+    route_sum,
+    route_sums,
+    so2_trig,
+)
 from .value_theory import (  # noqa: F401  (re-exported: the closed forms live in value_theory)
     coherent_sum,
     correlation_pairs,
@@ -75,15 +82,12 @@ __all__ = [
     "far_energy_samples",
     "haar_law_sum",
     "snr_samples",
-    "bench_rows",
 ]
 
 
 # ---------------------------------------------------------------------------------------
-# route transport indexed by route length n = 0 … N−1 (P_0 = I, P_n = m_1 m_2 ⋯ m_n)
-#
-# Array-namespace generic: every function works on NumPy or CuPy arrays (the namespace is
-# taken from its array arguments); random draws use the Generator it is given.
+# route steps by route length n = 0 … N−1 (P_0 = I, P_n = m_1 m_2 ⋯ m_n); the transport
+# itself (route_scores, route_sum(s), haar_law_sum) is the engine of stylized.transport
 # ---------------------------------------------------------------------------------------
 def gram_schmidt(g: np.ndarray) -> np.ndarray:
     """Orthonormal columns of each ``(…, d, d)`` matrix: classical Gram–Schmidt applied twice (CGS2).
@@ -138,69 +142,6 @@ def draw_route_steps(family: StepFamily, size: int, N: int, rng, *, backend: str
     return mats
 
 
-def so2_trig(steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``cos A_n``, ``sin A_n`` of the accumulated route angles ``A_n = θ_1 + … + θ_n`` (``A_0 = 0``)."""
-    xp = namespace_of(steps)
-    A = xp.cumsum(steps, axis=1) - steps[:, :1]
-    return xp.cos(A), xp.sin(A)
-
-
-def _so2_rotate(trig: tuple[np.ndarray, np.ndarray], v: np.ndarray) -> np.ndarray:
-    """``P_n v_n`` from precomputed ``cos A_n, sin A_n`` (same as :func:`rotate_planes`)."""
-    c, s = trig
-    x, y = v[..., 0::2], v[..., 1::2]
-    out = namespace_of(c).empty(c.shape[:-1] + (2 * c.shape[-1],))
-    out[..., 0::2] = c * x - s * y
-    out[..., 1::2] = s * x + c * y
-    return out
-
-
-def route_scores(family: StepFamily, steps: np.ndarray, q: np.ndarray, keys: np.ndarray,
-                 trig: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
-    """``qᵀ P_n k_n`` for ``n = 0 … N−1`` and every route: ``keys`` ``(T, N, d)`` → ``(T, N)``.
-
-    ``trig``: optional :func:`so2_trig` of ``steps`` (SO(2) only), to share it with :func:`route_sums`.
-    """
-    xp = namespace_of(keys)
-    T, N = steps.shape[:2]
-    if family.kind == "so2":
-        return _so2_rotate(trig or so2_trig(steps), keys) @ q
-    out = xp.empty((T, N))
-    u = xp.broadcast_to(q, (T, q.size)).copy()  # u_n = P_nᵀ q = m_nᵀ u_{n−1}
-    for n in range(N):
-        if n:
-            u = _apply_step(family, steps[:, n], u, transpose=True)
-        out[:, n] = xp.einsum("td,td->t", u, keys[:, n])
-    return out
-
-
-def route_sum(family: StepFamily, steps: np.ndarray, weights: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """``Σ_n a_n P_n v_n`` for every route: Horner from the far end, ``r ← a_n v_n + m_{n+1} r``."""
-    if family.kind == "so2":
-        return namespace_of(values).einsum("tn,tnd->td", weights, _so2_rotate(so2_trig(steps), values))
-    N = steps.shape[1]
-    r = weights[:, N - 1, None] * values[:, N - 1]
-    for n in range(N - 2, -1, -1):
-        r = weights[:, n, None] * values[:, n] + _apply_step(family, steps[:, n + 1], r, transpose=False)
-    return r
-
-
-def route_sums(family: StepFamily, steps: np.ndarray, weights: tuple[np.ndarray, ...],
-               values: np.ndarray, trig: tuple[np.ndarray, np.ndarray] | None = None) -> list[np.ndarray]:
-    """:func:`route_sum` for several weight vectors on the same routes (SO(2): one rotation pass)."""
-    if family.kind == "so2":
-        rv = _so2_rotate(trig or so2_trig(steps), values)
-        return [namespace_of(values).einsum("tn,tnd->td", w, rv) for w in weights]
-    return [route_sum(family, steps, w, values) for w in weights]
-
-
-def _apply_step(family: StepFamily, step: np.ndarray, x: np.ndarray, *, transpose: bool) -> np.ndarray:
-    xp = namespace_of(x)
-    if family.kind == "householder":  # symmetric: m = mᵀ = I − 2wwᵀ
-        return x - 2.0 * step * xp.einsum("td,td->t", step, x)[:, None]
-    return xp.einsum("tba,tb->ta" if transpose else "tab,tb->ta", step, x)
-
-
 def stable_weights(logits: np.ndarray) -> np.ndarray:
     """Row-wise softmax (max subtracted)."""
     e = namespace_of(logits).exp(logits - logits.max(axis=-1, keepdims=True))
@@ -249,15 +190,6 @@ def ratio_ci(x: np.ndarray, y: np.ndarray, level: float = 0.95) -> tuple[float, 
     var = (cov[0, 0] - 2 * r * cov[0, 1] + r * r * cov[1, 1]) / (n * my * my)
     half = float(stats.norm.ppf(0.5 + level / 2) * np.sqrt(max(var, 0.0)))
     return float(r), float(r - half), float(r + half)
-
-
-# ---------------------------------------------------------------------------------------
-# benchmark
-# ---------------------------------------------------------------------------------------
-def bench_rows(repeat: int = 5) -> list[dict]:
-    """No Numba kernel here: the hot loops are vectorised over trials (NumPy only)."""
-    del repeat
-    return []
 
 
 # ---------------------------------------------------------------------------------------
@@ -343,23 +275,6 @@ def _route_energy(family: StepFamily, M: int, D: int, size: int, rng, weights: s
     out["plugin"] = (xp.full(size, qkv_interference_theory(family, b, M)) if weights == "equal"
                      else quadratic_form(abar, w, z)) + noise**2 * d * sq / nb
     return out
-
-
-def haar_law_sum(mask: np.ndarray, weights: np.ndarray, values: np.ndarray, rng) -> np.ndarray:
-    """``Σ_n a_n P_n v_n`` for (lazy) Haar steps by their exact law (weights independent of the steps).
-
-    Horner from the far end, ``r ← a_n v_n + m_{n+1} r``, where a Haar step ``m`` maps ``r``
-    to ``||r||`` times a fresh uniform unit vector (independent of the past) and a lazy
-    step is the identity.  ``mask`` ``(T, N)`` marks the Haar steps.  Works in the namespace of
-    ``values`` with the Generator ``rng`` of that namespace; one pass per step, all routes at once.
-    """
-    xp = namespace_of(values)
-    T, N = mask.shape
-    r = weights[:, N - 1, None] * values[:, N - 1]
-    for n in range(N - 2, -1, -1):
-        fresh = _sphere_xp(rng, xp, (T,), values.shape[-1]) * xp.linalg.norm(r, axis=1, keepdims=True)
-        r = weights[:, n, None] * values[:, n] + xp.where(mask[:, n + 1, None], fresh, r)
-    return r
 
 
 def _haar_law_energy(family: StepFamily, M: int, D: int, size: int, rng, noise: float, b: np.ndarray,

@@ -2,7 +2,7 @@
 
 * **far** (:class:`FarLaw`): a far key uniform on ``S^{d−1}`` makes ``qᵀP_{j→i}k`` one Haar coordinate
   ``ξ`` (``(1+ξ)/2 ~ Beta((d−1)/2, (d−1)/2)``) for *any* orthogonal transport, so a far weight is
-  ``X = e^{λξ}``: ``E X = μ = ₀F₁(; d/2; λ²/4)`` in closed form (:func:`stylized.scores.haar_mgf`),
+  ``X = e^{λξ}``: ``E X = μ = ₀F₁(; d/2; λ²/4)`` in closed form (:func:`stylized.score_laws.haar_mgf`),
   ``E e^{−yX}`` and ``E[X e^{−yX}]`` by Gauss–Jacobi quadrature on the Beta law.
 * **near chain** (:class:`IsotropicChain`): an aligned near key (``k = q``) scores ``λ t_n`` with
   ``t_n = qᵀP_n q``.  For a conjugation-invariant step law (Householder, Haar, lazy Haar) ``t_n`` is a
@@ -28,8 +28,9 @@ from functools import lru_cache
 import numpy as np
 from scipy import special
 
+from ._broadcast import broadcasting
 from .families import SO2Family, SO2Normal, SO2Uniform, StepFamily, TokenAngles
-from .scores import haar_mgf
+from .score_laws import haar_mgf, jacobi_nodes
 
 __all__ = ["FarLaw", "IsotropicChain", "ReferenceChain", "near_chain", "so2_overlap_mgf", "far_laplace_sum",
            "sigma_grid", "laplace_ratio_mean"]
@@ -38,16 +39,9 @@ __all__ = ["FarLaw", "IsotropicChain", "ReferenceChain", "near_chain", "so2_over
 # ---------------------------------------------------------------------------------------
 # the far law: X = e^{λξ}, ξ a Haar coordinate
 # ---------------------------------------------------------------------------------------
-@lru_cache(maxsize=32)
-def _jacobi_nodes(n: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """Gauss–Jacobi nodes on ``[−1, 1]`` for the weight ``(1 − x²)^α``, weights normalised to sum 1."""
-    x, w = special.roots_jacobi(n, alpha, alpha)
-    return x, w / w.sum()
-
-
 @dataclass(frozen=True)
 class FarLaw:
-    """Law of one far weight ``X = s·e^{λξ}`` (``s = scale``, 1 in the model), ``ξ`` a Haar coordinate on ``S^{d−1}``.
+    """(claims C3, C4, *derived here*) Law of one far weight ``X = s·e^{λξ}`` (``s = scale``, 1 in the model), ``ξ`` a Haar coordinate on ``S^{d−1}``.
 
     ``scale ≠ 1`` exists for mutation tests only (a far MGF off by a factor).
     """
@@ -68,7 +62,7 @@ class FarLaw:
         return self.scale**2 * haar_mgf(2 * self.lam, self.d)
 
     def _x(self) -> tuple[np.ndarray, np.ndarray]:
-        xi, w = _jacobi_nodes(self.n_quad, (self.d - 3) / 2.0)
+        xi, w = jacobi_nodes(self.n_quad, (self.d - 3) / 2.0)
         return self.scale * np.exp(self.lam * xi), w
 
     def log_laplace(self, y: np.ndarray) -> np.ndarray:
@@ -91,7 +85,7 @@ class FarLaw:
 
 
 def far_laplace_sum(far: FarLaw, c: np.ndarray, sig: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For ``F = Σ_n c_n X_n`` (i.i.d. ``X_n ~ far``): cumulative ``log E e^{−σF}`` and ``E[F e^{−σF}]/E e^{−σF}``.
+    """(claim C4, *derived here*) For ``F = Σ_n c_n X_n`` (i.i.d. ``X_n ~ far``): cumulative ``log E e^{−σF}`` and ``E[F e^{−σF}]/E e^{−σF}``.
 
     Returns two arrays ``(len(c), len(sig))``: row ``k`` holds the sums over ``n ≤ k``.
     """
@@ -107,7 +101,7 @@ def sigma_grid(lo: float, hi: float, h: float = 0.05) -> tuple[np.ndarray, float
 
 def laplace_ratio_mean(log_psi_far: np.ndarray, tilt_far: np.ndarray, log_psi_near: np.ndarray,
                         sig: np.ndarray, h: float) -> np.ndarray:
-    """``E[F/(F+N)] = ∫ E[F e^{−σF}] E[e^{−σN}] dσ`` on the grid ``sig`` (trapezoid in ``ln σ``).
+    """(claim C4, *derived here*) ``E[F/(F+N)] = ∫ E[F e^{−σF}] E[e^{−σN}] dσ`` on the grid ``sig`` (trapezoid in ``ln σ``).
 
     ``log_psi_far``, ``tilt_far``: ``(..., S)`` as from :func:`far_laplace_sum`; ``log_psi_near``: ``(S,)`` or
     ``(..., S)``.  Returns ``(...)``.
@@ -141,7 +135,7 @@ def _interp_matrix(t: np.ndarray, bw: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class IsotropicChain:
-    """``t_n = qᵀ P_n q`` for i.i.d. steps with a conjugation-invariant law (Householder, Haar, lazy Haar).
+    """(claims C1, C4, *derived here*) ``t_n = qᵀ P_n q`` for i.i.d. steps with a conjugation-invariant law (Householder, Haar, lazy Haar).
 
     The transition operator ``(Kf)(t) = E[f(t_{n+1}) | t_n = t]`` acts on values at ``n_nodes``
     Chebyshev–Lobatto nodes ``t`` (``t[0] = 1``, the start ``t_0``).
@@ -200,7 +194,7 @@ def _apply(K: np.ndarray, V: np.ndarray) -> np.ndarray:
 def _transition(kind: str, d: int, p: float, n_nodes: int, n_quad: int) -> np.ndarray:
     t, bw = _lobatto(n_nodes)
     if kind == "haar":  # stay with probability 1 − p, else a fresh Haar coordinate
-        xi, w = _jacobi_nodes(4 * n_quad, (d - 3) / 2.0)
+        xi, w = jacobi_nodes(4 * n_quad, (d - 3) / 2.0)
         return (1.0 - p) * np.eye(n_nodes) + p * np.outer(np.ones(n_nodes), w @ _interp_matrix(t, bw, xi))
     if kind != "householder":
         raise ValueError(f"no isotropic transition operator for step kind {kind!r}")
@@ -208,8 +202,8 @@ def _transition(kind: str, d: int, p: float, n_nodes: int, n_quad: int) -> np.nd
         ph = 2 * np.pi * (np.arange(4 * n_quad) + 0.5) / (4 * n_quad)
         w1, w2, W = np.cos(ph), np.sin(ph), np.full(ph.size, 1.0 / ph.size)
     else:  # w_1 ∝ (1−w_1²)^{(d−3)/2}; w_2 = √(1−w_1²)·v, v ∝ (1−v²)^{(d−4)/2}
-        a, wa = _jacobi_nodes(n_quad, (d - 3) / 2.0)
-        v, wv = _jacobi_nodes(n_quad, (d - 4) / 2.0)
+        a, wa = jacobi_nodes(n_quad, (d - 3) / 2.0)
+        v, wv = jacobi_nodes(n_quad, (d - 4) / 2.0)
         w1 = np.repeat(a, v.size)
         w2 = np.sqrt(1 - w1**2) * np.tile(v, a.size)
         W = np.outer(wa, wv).ravel()
@@ -277,8 +271,9 @@ def _harmonic_chi(family: SO2Family, j: np.ndarray) -> np.ndarray:
     raise ValueError(f"no harmonic characteristic values for family {family.name!r}")
 
 
+@broadcasting("n", "lam")
 def so2_overlap_mgf(family: SO2Family, n: int, lam: float, q: np.ndarray) -> float:
-    """``E e^{λ qᵀP_n q}`` for SO(2) blocks: ``Π_b Σ_j I_j(λ||q_b||²) Re χ_b(j)^n`` (Jacobi–Anger, exact)."""
+    """(claims C1, C3, *derived here*) ``E e^{λ qᵀP_n q}`` for SO(2) blocks: ``Π_b Σ_j I_j(λ||q_b||²) Re χ_b(j)^n`` (Jacobi–Anger, exact)."""
     w = q[0::2] ** 2 + q[1::2] ** 2
     x = lam * w
     J = int(40 + 2 * np.max(np.abs(x)))

@@ -1,19 +1,23 @@
-"""``stylized bench`` in its small mode: every row has the required keys (timings are never asserted)."""
+"""``stylized bench`` (the top-level ``benchmarks`` package) in its small mode: every row has the required keys
+(timings are never asserted), and the library never imports ``benchmarks``."""
 
 from __future__ import annotations
 
+import ast
 import json
 import math
+from pathlib import Path
 
-from stylized.bench import collect_rows, main
+import pytest
+
+import benchmarks.runner as bench
+from benchmarks.runner import collect_rows, main
 
 KEYS = {"name", "kind", "baseline", "seconds", "baseline_seconds", "ratio", "peak_mib"}
 
 
 def test_bench_small_rows_have_required_keys(monkeypatch):
-    import stylized.bench as bench
-
-    monkeypatch.setattr(bench, "OTHER_MODULES", ("no_such_module",))
+    monkeypatch.setattr(bench, "OTHER_MODULES", ("stylized.no_such_module",))
     res = collect_rows(repeat=1, small=True)
     assert res["rows"] and res["missing"] == ["stylized.no_such_module.bench_rows (ModuleNotFoundError)"]
     for r in res["rows"]:
@@ -26,9 +30,46 @@ def test_bench_small_rows_have_required_keys(monkeypatch):
 
 
 def test_bench_json_is_one_object(monkeypatch, capsys):
-    import stylized.bench as bench
-
     monkeypatch.setattr(bench, "OTHER_MODULES", ())
     assert main(repeat=1, as_json=True, small=True) == 0
     out = json.loads(capsys.readouterr().out)
     assert {"machine", "rows", "missing", "repeat"} <= set(out)
+
+
+@pytest.mark.slow
+def test_score_bench_rows_contract(monkeypatch):
+    from benchmarks import scores
+
+    monkeypatch.setattr(scores, "_timed", lambda f, repeat: (1.0, 0.0))  # the contract, not the timings
+    rows = scores.bench_rows(repeat=1)
+    assert len(rows) == 3 and all(KEYS <= set(r) and r["baseline"] == "numpy" for r in rows)
+
+
+def test_cli_bench_imports_benchmarks_lazily():
+    """The library never imports ``benchmarks`` at module level (the CLI does, inside ``stylized bench``)."""
+    for path in Path(__file__).resolve().parents[1].joinpath("stylized").glob("*.py"):
+        for node in ast.parse(path.read_text()).body:
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            assert not any(n.split(".")[0] == "benchmarks" for n in names), path
+
+
+def test_transformer_bench_smoke(tmp_path):
+    pytest.importorskip("torch")
+    from benchmarks import transformer
+
+    out = tmp_path / "bench.json"
+    assert transformer.main(["--preset", "smoke", "--variants", "rope,path", "--reps", "1",
+                             "--steps", "1", "--no-eval", "--out", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert [r["variant"] for r in res["step"]] == ["rope", "path"]
+    assert res["step"][0]["ratio_vs_rope"] == pytest.approx(1.0)
+
+
+def test_stylized_bench_runs_the_benchmarks_package(monkeypatch):
+    calls = []
+    monkeypatch.setattr(bench, "main", lambda **kw: calls.append(kw) or 0)
+    from stylized.cli import main as cli_main
+
+    assert cli_main(["bench", "--repeat", "2", "--json"]) == 0
+    assert calls == [{"repeat": 2, "as_json": True, "with_check_all": False}]

@@ -87,3 +87,26 @@ def test_chi_power_correlation_and_windows():
     assert bounds.mixing_window(0.5, 0.01) == 7
     with pytest.raises(ValueError, match="gamma"):
         bounds.mixing_window(1.5, 0.1)
+
+
+def test_alibi_far_mass_bound_and_horizon_live_in_bounds():
+    lam, m, D = 3.0, 0.2, 4
+    S = bounds.alibi_far_sum(lam, m, D)
+    zmin = math.exp(lam) + sum(math.exp(-lam - m * n) for n in range(1, D))
+    assert bounds.alibi_far_mass_bound(lam, m, D) == S / (S + zmin)
+    assert bounds.horizon_prediction(10.0, 2.0, 4) == 9.0
+
+
+def test_each_closed_form_has_one_implementation():
+    """Regression (issue 16): ``haar_mgf`` existed twice with different formulas; the re-exports are the same objects."""
+    import importlib
+
+    from stylized import farmass, lse, score_laws, theory, weight_laws
+
+    scores = importlib.import_module("stylized.scores")  # ``stylized.scores`` the attribute is attention's function
+    assert farmass.haar_mgf is scores.haar_mgf is score_laws.haar_mgf is theory.haar_mgf is weight_laws.haar_mgf
+    assert farmass.alibi_far_mass_bound is theory.alibi_far_mass_bound is bounds.alibi_far_mass_bound
+    assert farmass.horizon_prediction is theory.horizon_prediction is bounds.horizon_prediction
+    assert farmass._cum_lse is lse.cum_lse
+    for name in theory.__all__:
+        assert getattr(theory, name) is not None

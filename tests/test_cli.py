@@ -35,9 +35,9 @@ def test_mixing_json_contract_householder_d16():
     "args,word",
     [
         (("check", "mixing", "--family", "so2-uniform", "--d", "7"), "d must be even"),
-        (("check", "mixing", "--family", "lazy-haar", "--p", "1.5"), "p must lie in (0, 1]"),
-        (("check", "mixing", "--family", "warp"), "family must be one of"),
-        (("check", "mixing", "--backend", "tpu"), "backend must be one of"),
+        (("check", "mixing", "--family", "lazy-haar", "--p", "1.5"), "--p: must be a number in (0, 1]"),
+        (("check", "mixing", "--family", "warp"), "--family: must be a comma list of"),
+        (("check", "mixing", "--backend", "tpu"), "--backend: must be one of"),
         (("check", "mixing", "--n", "a,b"), "--n"),
         (("check", "nonexistent"), "invalid choice"),
     ],
@@ -79,3 +79,83 @@ def test_save_and_figure_from_saved_result(tmp_results):
 
     (png,) = get_check("mixing").plot(load_result("mixing", run), tmp_results / "figures")
     assert png.stat().st_size > 10_000
+
+
+def test_out_keeps_every_file_under_it(tmp_path, monkeypatch, capsys):
+    """--out DIR: the result (and nothing else) goes under DIR; --quiet prints only the verdict line."""
+    monkeypatch.chdir(tmp_path)
+    code = main(["check", "haar-law", "--family", "householder", "--d", "16", "--trials", "500", "--out", "o", "--quiet"])
+    out = capsys.readouterr().out.strip().splitlines()
+    assert code in (0, 1) and len(out) == 1 and out[0].startswith("C2 haar-law: ")
+    files = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
+    assert files and all(f.startswith("o/results/runs/haar-law-") for f in files), files
+
+
+def test_figures_out_runs_what_is_missing_into_out(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["figures", "haar-law", "--out", str(tmp_path / "o"), "--quiet"]) == 0
+    assert (tmp_path / "o" / "results" / "haar-law.json").exists()
+    assert list((tmp_path / "o" / "figures").glob("haar-law*.png"))
+    assert {p.name for p in tmp_path.iterdir()} == {"o"}
+
+
+def test_out_that_cannot_be_written_is_one_line_exit_2(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert main(["check", "haar-law", "--out", str(blocker / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "not writable" in err
+
+
+def test_plugin_commands_are_listed_without_importing_them():
+    p = run_cli("--help")
+    assert p.returncode == 0 and "transformer" in p.stdout and "spot-check" in p.stdout
+
+
+STYLIZED_WITHOUT_SIMULATIONS = """
+import importlib, pkgutil, sys
+
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name == "simulations" or name.startswith("simulations."):
+            raise ImportError("blocked: " + name)
+
+sys.meta_path.insert(0, Block())
+import stylized
+for m in pkgutil.iter_modules(stylized.__path__):
+    if m.name not in ("__main__",):
+        importlib.import_module("stylized." + m.name)
+from stylized.registry import load_checks
+from stylized.report import render_paper_checks
+assert load_checks(external=True) == {}
+render_paper_checks()
+assert not any(k == "simulations" or k.startswith("simulations.") for k in sys.modules)
+print("ok")
+"""
+
+
+def test_the_library_never_imports_the_experiments():
+    """Dependencies point one way: no ``stylized`` module names ``simulations`` in an import, and the
+    whole library imports (and renders an empty report) with ``simulations`` unimportable."""
+    import re
+    from pathlib import Path
+
+    import stylized
+
+    pattern = re.compile(r"^\s*(from|import)\s+simulations\b|import_module\(\s*['\"]simulations", re.M)
+    offenders = [p.name for p in Path(stylized.__file__).parent.rglob("*.py") if pattern.search(p.read_text())]
+    assert offenders == []
+    p = subprocess.run([sys.executable, "-c", STYLIZED_WITHOUT_SIMULATIONS], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-2000:]
+
+
+def test_every_help_page_renders(capsys):
+    """``--help`` of ``check`` and of every check exits 0 (help text is %-formatted by argparse)."""
+    from stylized.cli import main
+    from stylized.registry import load_checks
+
+    for argv in (["check", "--help"], *(["check", name, "--help"] for name in load_checks())):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 0, argv
+    capsys.readouterr()

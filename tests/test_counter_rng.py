@@ -11,8 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from stylized.context_sweep import so2_context_inputs, so2_context_numba, so2_context_numpy
 from stylized.counter_rng import (
+    GOLDEN,
+    box_muller,
+    box_muller_np,
     draw,
+    draw_np,
     log_unit,
     mix64_np,
     sincos,
@@ -21,11 +26,11 @@ from stylized.counter_rng import (
     unit_from_high,
     unit_from_low,
     unit_open,
+    zero_based_key,
 )
 from stylized.families import make_family
 from stylized.kernels import so2_context_counter, so2_context_counter_inputs, so2_context_sampled
 from stylized.sampling import equal_energy_query
-from stylized.scores import so2_context_inputs, so2_context_numba, so2_context_numpy
 
 
 @numba.njit(error_model="numpy")
@@ -157,3 +162,36 @@ def test_fused_so2_sweep_rejects_other_families():
         so2_context_sampled(make_family("so2-normal", 8), 10, 1, 0, equal_energy_query(8), 1.0, 2)
     with pytest.raises(ValueError, match="family"):
         so2_context_sampled(make_family("householder", 8), 10, 1, 0, equal_energy_query(8), 1.0, 2)
+
+
+# ---------------------------------------------------------------------------------------
+# one stream convention: draw t of key K is mix64(K + (t+1)·G), in kernels and in NumPy
+# ---------------------------------------------------------------------------------------
+@numba.njit(error_model="numpy")
+def _pairs(key, n):
+    a, b = np.empty(n), np.empty(n)
+    for t in range(n):
+        a[t], b[t] = box_muller(key, t)
+    return a, b
+
+
+@pytest.mark.parametrize("key", [0, 12345, 2**64 - 1])
+def test_numpy_twins_rebuild_the_kernel_stream(key):
+    t = np.arange(40, dtype=np.uint64)
+    assert np.array_equal(draw_np(np.uint64(key), t), _draws(np.uint64(key), 40))
+    a, b = box_muller_np(np.uint64(key), t)
+    ka, kb = _pairs(np.uint64(key), 40)
+    assert np.allclose(a, ka, rtol=0, atol=1e-13) and np.allclose(b, kb, rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("key", [0, 7, GOLDEN - 1, 2**64 - 1])
+def test_zero_based_streams_are_the_one_convention_rekeyed(key):
+    """A stream written ``mix64(K + t·G)`` (the streaming log-sum-exp) is :func:`draw`'s stream keyed ``K − G``:
+    the same 64-bit words, so mapping it onto the one convention moves no number."""
+    t = np.arange(50, dtype=np.uint64)
+    zero_based = mix64_np(np.uint64(key) + t * np.uint64(GOLDEN))
+    assert np.array_equal(draw_np(np.uint64(zero_based_key(key)), t), zero_based)
+    assert np.array_equal(_draws(np.uint64(zero_based_key(key)), 50), zero_based)
+    from stylized.lse import counter_uniforms
+
+    assert np.array_equal(counter_uniforms(key, 0, 50), (zero_based >> np.uint64(11)).astype(float) / 2.0**53)

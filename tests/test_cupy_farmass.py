@@ -20,19 +20,11 @@ from stylized.bounds import far_mass_lower_bound
 from stylized.families import make_family
 from stylized.registry import get_check
 from stylized.results import run_check
-from tests._shared import needs_gpu
+from tests._shared import needs_gpu, samples_agree
 
 SMALL_BOUND = {"K": 4, "M": 20_000, "lam": 2.0, "trials": 5, "adversarial": 10}
 SMALL_GROWTH = {"d": 16, "lam": 5.0, "D": 4, "L": [64, 256, 1024, 4096], "L_sim": 1024, "trials": 6,
                 "horizon_lam": [3.0, 5.0], "horizon_trials": 20}
-
-
-def _close_in_law(a, b) -> bool:
-    """|mean_a − mean_b| ≤ 4·sqrt(se_a² + se_b²): the two sample means agree to 4 standard errors of their
-    difference (independent samples, fixed seeds; a true difference of 0 fails with probability ≈ 6e-5)."""
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    se = math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)
-    return abs(a.mean() - b.mean()) <= 4 * se
 
 
 # --------------------------------------------------------------------------- identical inputs
@@ -153,20 +145,20 @@ def test_growth_cupy_agrees_with_numpy_in_law(cupy_standin, family, near):
     assert len(a) == 300 and set(a[0]["rho"]) == set(fm.CONTROLS)
     for c in fm.CONTROLS:
         for k in range(Ls.size):
-            assert _close_in_law([t["rho"][c][k] for t in a], [t["rho"][c][k] for t in b]), (c, int(Ls[k]))
+            assert samples_agree([t["rho"][c][k] for t in a], [t["rho"][c][k] for t in b]), (c, int(Ls[k]))
     for c in ("none", "contraction"):
-        assert _close_in_law([t["lse_near"][c] for t in a], [t["lse_near"][c] for t in b]), c
+        assert samples_agree([t["lse_near"][c] for t in a], [t["lse_near"][c] for t in b]), c
     ca, cb = np.array([t["cross"] for t in a]), np.array([t["cross"] for t in b])
     assert np.isfinite(ca).all() and np.isfinite(cb).all()
-    assert _close_in_law(ca, cb)
+    assert samples_agree(ca, cb)
 
 
 def test_horizon_cupy_agrees_with_numpy_in_law(cupy_standin):
     model = fm.GrowthModel(make_family("householder", 16), lam=4.0, D=4)
     a = np.array(fm.horizon_trials(model, 150, np.random.default_rng(20), "cupy"))
     b = np.array(fm.horizon_trials(model, 150, np.random.default_rng(21), "numpy"))
-    assert _close_in_law(a[:, 0], b[:, 0])  # Z_N
-    assert _close_in_law(a[:, 1], b[:, 1])  # L*
+    assert samples_agree(a[:, 0], b[:, 0])  # Z_N
+    assert samples_agree(a[:, 1], b[:, 1])  # L*
 
 
 @needs_gpu

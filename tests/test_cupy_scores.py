@@ -43,16 +43,10 @@ from stylized.scores import (
     uniform_phase_scores,
 )
 from stylized.transport import route_product
-from tests._shared import SCORE_SMALL, needs_gpu
+from tests._shared import SCORE_SMALL, means_agree, needs_gpu
 
 SMALL = {**SCORE_SMALL, "mixing": {**SCORE_SMALL["mixing"], "family": "householder,so2-uniform,lazy-haar,haar"}}
 Z95 = 1.959964
-
-
-def _close_in_law(mean_a, se_a, mean_b, se_b) -> np.ndarray:
-    """|mean_a − mean_b| ≤ 4 standard errors of the difference (elementwise)."""
-    mean_a, mean_b = np.asarray(mean_a, float), np.asarray(mean_b, float)
-    return np.abs(mean_a - mean_b) <= 4.0 * np.sqrt(np.square(se_a) + np.square(se_b)) + 1e-12
 
 
 def _row_se(row: dict) -> float:
@@ -94,7 +88,7 @@ def test_check_rows_agree_in_law_with_numpy(name, both_runs):
     for a, b in zip(ref["rows"], dev["rows"]):
         assert a.keys() == b.keys()
         assert all(a[k] == b[k] for k in ("family", "kind", "d", "n", "t", "M", "L", "quantity", "theory") if k in a)
-        assert _close_in_law(a["estimate"], _row_se(a), b["estimate"], _row_se(b)), (a, b)
+        assert means_agree(a["estimate"], _row_se(a), b["estimate"], _row_se(b)), (a, b)
 
 
 def test_mixing_windows_agree_in_law(both_runs):
@@ -103,7 +97,7 @@ def test_mixing_windows_agree_in_law(both_runs):
     for a, b in zip(ref["windows"], dev["windows"]):
         assert (a["family"], a["L"], a["exact_crossing"]) == (b["family"], b["L"], b["exact_crossing"]) and b["ok"]
         ta, tb = stats.t.ppf(0.975, a["chains"] - 1), stats.t.ppf(0.975, b["chains"] - 1)
-        assert np.all(_close_in_law(a["curve"], np.array(a["curve_half"]) / ta,
+        assert np.all(means_agree(a["curve"], np.array(a["curve_half"]) / ta,
                                     b["curve"], np.array(b["curve_half"]) / tb)), (a["family"], a["L"])
 
 
@@ -115,7 +109,7 @@ def test_mixing_spectrum_curves_agree_in_law(both_runs):
     for key in ("mean", "half"):
         assert np.shape(ref["curves"][key]) == np.shape(dev["curves"][key])
     se_a, se_b = np.array(ref["curves"]["half"]) / t, np.array(dev["curves"]["half"]) / t
-    assert np.all(_close_in_law(ref["curves"]["mean"], se_a, dev["curves"]["mean"], se_b))
+    assert np.all(means_agree(ref["curves"]["mean"], se_a, dev["curves"]["mean"], se_b))
 
 
 # ---------------------------------------------------------------------------------------
@@ -137,7 +131,7 @@ def test_far_scores_cupy_path_in_law(name, n, cupy_standin):
     assert isinstance(b, np.ndarray) and b.shape == (6000,)
     for f in (lambda x: x, np.square):
         (ma, sa), (mb, sb) = _mean_se(f(a)), _mean_se(f(b))
-        assert _close_in_law(ma, sa, mb, sb), (name, ma, mb)
+        assert means_agree(ma, sa, mb, sb), (name, ma, mb)
     assert np.all(far_scores(fam, 0, 3, 0, "cupy", q, k) == q @ k)
 
 
@@ -146,7 +140,7 @@ def test_uniform_phase_and_haar_coordinates_cupy_path_in_law(cupy_standin):
     x, y = uniform_phase_scores(a, 20000, 0, "numpy"), uniform_phase_scores(a, 20000, 1, "cupy")
     for f in (lambda v: v, np.square, lambda v: v >= 0.3):
         (ma, sa), (mb, sb) = _mean_se(f(x).astype(float)), _mean_se(f(y).astype(float))
-        assert _close_in_law(ma, sa, mb, sb)
+        assert means_agree(ma, sa, mb, sb)
     # Beta through standard_gamma (a Generator without beta) against NumPy's beta
     class NoBeta:
         def __init__(self, seed):
@@ -158,7 +152,7 @@ def test_uniform_phase_and_haar_coordinates_cupy_path_in_law(cupy_standin):
     u, v = haar_coordinates(np.random.default_rng(3), (20000,), 6), haar_coordinates(NoBeta(4), (20000,), 6)
     for f in (lambda w: w, np.square):
         (ma, sa), (mb, sb) = _mean_se(f(u)), _mean_se(f(v))
-        assert _close_in_law(ma, sa, mb, sb)
+        assert means_agree(ma, sa, mb, sb)
 
 
 @pytest.mark.parametrize("name", ["householder", "lazy-haar", "so2-uniform"])
@@ -170,7 +164,7 @@ def test_sample_steps_cupy_path_in_law(name, cupy_standin):
     fa, fb = a.reshape(-1, *a.shape[2:]).astype(float), b.reshape(-1, *b.shape[2:]).astype(float)
     for f in (lambda w: w, np.square):
         (ma, sa), (mb, sb) = _mean_se(f(fa)), _mean_se(f(fb))
-        assert np.all(_close_in_law(ma, sa, mb, sb)), name
+        assert np.all(means_agree(ma, sa, mb, sb)), name
 
 
 def test_so2_context_inputs_xp_in_law(cupy_standin):
@@ -184,7 +178,7 @@ def test_so2_context_inputs_xp_in_law(cupy_standin):
     assert np.all(cr_b[:, 497] == 0)
     for x, y in ((th_a, th_b), (dot_a, dot_b), (cr_a, cr_b), (dot_a**2, dot_b**2)):
         (ma, sa), (mb, sb) = _mean_se(x.reshape(-1, 4)), _mean_se(y.reshape(-1, 4))
-        assert np.all(_close_in_law(ma, sa, mb, sb))
+        assert np.all(means_agree(ma, sa, mb, sb))
 
 
 @pytest.mark.parametrize("name", ["householder", "lazy-haar"])
@@ -198,7 +192,7 @@ def test_transport_context_xp_in_law(name, cupy_standin):
     b = near_and_far(fam, 40, 6, 2.0, 2, 600, np.random.default_rng(1), "cupy")
     for x, y in zip(a, b):
         (ma, sa), (mb, sb) = _mean_se(x), _mean_se(y)
-        assert np.all(_close_in_law(ma, sa, mb, sb)), name
+        assert np.all(means_agree(ma, sa, mb, sb)), name
     # the planted target: λ E[qᵀP_2 q] = λ (1−γ)²
     m, se = _mean_se(b[0][:, 2])
     assert abs(m - 2.0 * (1 - fam.spectral_gap) ** 2) <= 4 * se
@@ -212,7 +206,7 @@ def test_transfer_so2_cupy_path_in_law(cupy_standin):
     b = near_and_far(fam, 300, 8, 3.0, 1, 400, np.random.default_rng(1), "cupy")
     for x, y in zip(a, b):
         (ma, sa), (mb, sb) = _mean_se(x), _mean_se(y)
-        assert np.all(_close_in_law(ma, sa, mb, sb))
+        assert np.all(means_agree(ma, sa, mb, sb))
 
 
 def test_haar_window_sums_batched_in_law(cupy_standin):
@@ -225,8 +219,8 @@ def test_haar_window_sums_batched_in_law(cupy_standin):
     b, nb = _context_curves(fam, q, 64, 300, np.random.default_rng(1), "cupy", fam.mixing_window(0.05))
     assert na == nb and a.shape == b.shape == (300, na + 1)
     (ma, sa), (mb, sb) = _mean_se(a), _mean_se(b)
-    assert np.all(_close_in_law(ma, sa, mb, sb))
-    assert np.all(_close_in_law(mb, sb, 0.7 ** np.arange(nb + 1), 0.0))
+    assert np.all(means_agree(ma, sa, mb, sb))
+    assert np.all(means_agree(mb, sb, 0.7 ** np.arange(nb + 1), 0.0))
 
 
 # ---------------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from stylized.values import (
     route_sum,
     snr_samples,
 )
-from tests._shared import needs_gpu
+from tests._shared import needs_gpu, samples_agree
 
 # small parameters at which the numpy backend holds (checked in the test itself)
 SMALL = {
@@ -53,12 +53,8 @@ def _fam(name: str, d: int = 8):
 
 
 def _assert_same_law(a: dict, b: dict, keys) -> None:
-    """Means of independent samples agree: |mean_a − mean_b| ≤ 4·sqrt(se_a² + se_b²) (a 4-standard-error band,
-    ≈ 6e-5 two-sided per comparison; constant samples must agree exactly up to 1e-12)."""
     for k in keys:
-        x, y = np.asarray(a[k], float).reshape(len(a[k]), -1), np.asarray(b[k], float).reshape(len(b[k]), -1)
-        se = np.sqrt(x.var(axis=0, ddof=1) / len(x) + y.var(axis=0, ddof=1) / len(y))
-        assert np.all(np.abs(x.mean(axis=0) - y.mean(axis=0)) <= 4.0 * se + 1e-12), k
+        assert samples_agree(a[k], b[k]), k
 
 
 # ---------------------------------------------------------------------------------------

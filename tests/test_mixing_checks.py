@@ -124,7 +124,7 @@ def test_mixing_holds_at_every_d_from_3_to_33():
 
 
 def test_empty_family_list_is_a_value_error():
-    with pytest.raises(ValueError, match="family must name at least one"):
+    with pytest.raises(ValueError, match="--family: must be a comma list of"):
         run_check(get_check("mixing"), {**SWEEP, "family": ""}, seed=0, progress=False)
 
 

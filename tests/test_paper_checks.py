@@ -42,3 +42,33 @@ def test_every_markdown_table_row_renders():
         if header is None:
             header = n
         assert n == header, f"row with {n} cells under a {header}-column header: {line[:120]}"
+
+
+def test_external_checks_render_their_own_rows_and_sections(tmp_path, monkeypatch):
+    """The report knows no result format: a check that reads another command's result renders its row and section."""
+    from stylized import registry
+    from stylized.registry import Check
+
+    fake = Check(name="fake-external", claim="C9", statement="a plugged check", options=(),
+                 run=lambda p, **k: {"holds": True, "rows": []}, module="tests.fake", external=True,
+                 table_rows=lambda d: ["| C9 | fake-external | x | x | x | x | **holds** |"],
+                 section=lambda d: ["", "## Fake section", "", f"from {d.name}", ""])
+    monkeypatch.setitem(registry._REGISTRY, fake.name, fake)
+    text = render_paper_checks(tmp_path)
+    table = text.split("## Details")[0]
+    assert "| C9 | fake-external |" in table
+    assert text.rstrip().endswith(f"## Fake section\n\nfrom {tmp_path.name}")
+    assert "fake-external" not in load_checks()  # not a computed check: check --all and falsify skip it
+    assert "fake-external" in load_checks(external=True)
+
+
+def test_c6_and_bridge_are_registered_checks_when_torch_is_installed():
+    import importlib.util
+
+    import pytest
+
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("the transformer checks need torch")
+    checks = load_checks(external=True)
+    assert {"transformer-compare", "transformer-bridge"} <= set(checks)
+    assert all(checks[n].external and "torch" in checks[n].requires for n in ("transformer-compare", "transformer-bridge"))

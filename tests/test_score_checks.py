@@ -143,11 +143,11 @@ def test_cli_json_contract(name, capsys, tmp_results):
 
 
 @pytest.mark.parametrize("args,word", [
-    (["check", "haar-law", "--t", "0.1,1.5"], "t must be"),
+    (["check", "haar-law", "--t", "0.1,1.5"], "--t: must be a comma list of numbers in [0, 1)"),
     (["check", "transfer", "--target-n", "20", "--D", "8"], "target_n must lie"),
-    (["check", "mixing", "--d-op", "64"], "d_op must lie"),
-    (["check", "mixing", "--eps", "2"], "eps must lie"),
-    (["check", "score-gap", "--M", "0"], "M must be"),
+    (["check", "mixing", "--d-op", "64"], "--d-op: must be an integer in [2, 32]"),
+    (["check", "mixing", "--eps", "2"], "--eps: must be a number in (0, 1)"),
+    (["check", "score-gap", "--M", "0"], "--M: must be a comma list of integers in [1,"),
 ])
 def test_bad_parameters_exit_2(args, word, capsys):
     assert main(args + ["--no-progress"]) == 2

@@ -1,42 +1,28 @@
-"""Route transport: structured equals dense, composition, Horner value transport."""
+"""The transport engine beyond the per-family contract: the β-step written once per backend against its
+dense matrix, the kernels without a family (contraction, window sums, chains) against the dense route
+product, composition of routes, and the exact Haar law.
+
+Per-family agreement of every backend with the dense oracle is ``tests/test_family_contract.py``."""
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stylized.families import make_family, uniform_sphere
-from stylized.transport import route_angles, route_product, transported_queries, transported_sum
-
-STRUCTURED = [("so2-uniform", dict(omega=1.2)), ("so2-normal", dict(sigma=0.7)), ("householder", {})]
-
-
-@pytest.mark.parametrize("name,kw", STRUCTURED)
-def test_structured_queries_equal_dense_products(name, kw):
-    fam = make_family(name, 6, **kw)
-    rng = np.random.default_rng(0)
-    L = 12
-    steps = fam.rvs(L, rng)
-    mats = fam.dense(steps)
-    q = uniform_sphere(rng, (), 6)
-    U = transported_queries(fam, steps, q)
-    for j in range(L):
-        assert np.allclose(U[j], route_product(mats, j, L - 1).T @ q)
-
-
-@pytest.mark.parametrize("name,kw", STRUCTURED)
-def test_structured_value_sum_equals_dense(name, kw):
-    fam = make_family(name, 6, **kw)
-    rng = np.random.default_rng(1)
-    L = 10
-    steps = fam.rvs(L, rng)
-    mats = fam.dense(steps)
-    v = rng.standard_normal((L, 6))
-    a = rng.random(L)
-    want = sum(a[j] * route_product(mats, j, L - 1) @ v[j] for j in range(L))
-    assert np.allclose(transported_sum(fam, steps, a, v), want)
+from stylized.farmass import contraction_queries_numba, contraction_queries_numpy
+from stylized.kernels import beta_step_nb
+from stylized.scores import (
+    householder_chain_scores_numba,
+    householder_chain_scores_numpy,
+    householder_window_sums_numba,
+    householder_window_sums_numpy,
+)
+from stylized.transport import beta_step, route_angles, transported_queries
+from stylized.transport_reference import route_product
 
 
 @settings(max_examples=30, deadline=None)
@@ -58,19 +44,6 @@ def test_route_angles_are_suffix_sums():
         assert np.allclose(A[j], theta[j + 1 :].sum(axis=0))
 
 
-def test_haar_exact_law_resamples_only_at_haar_steps():
-    fam = make_family("lazy-haar", 5, p=0.5)
-    mask = np.array([True, False, True, False, False, True])
-    q = np.eye(5)[0]
-    U = transported_queries(fam, mask, q, random_state=0)
-    assert np.allclose(U[5], q)
-    # U[j] = P_{j→i}ᵀ q is resampled exactly where step j+1 is a Haar step, kept otherwise
-    for j in range(4, -1, -1):
-        same = np.allclose(U[j], U[j + 1])
-        assert same == (not mask[j + 1])
-    assert np.allclose(np.linalg.norm(U, axis=1), 1.0)
-
-
 def test_haar_transported_query_is_uniform_in_law():
     """One coordinate of P_{j→i}ᵀ q after a Haar step has the exact Beta law (KS test, fixed seed)."""
     from scipy import stats
@@ -82,3 +55,63 @@ def test_haar_transported_query_is_uniform_in_law():
     q = np.eye(7)[0]
     x = np.concatenate([transported_queries(fam, fam.rvs(200, rng), q, rng)[:-1, 0] for _ in range(10)])
     assert stats.kstest(x, lambda s: haar_coordinate_cdf(s, 7)).pvalue > 1e-3
+
+
+@numba.njit
+def _beta_step_nb_rows(U, W, beta, nn):
+    for t in range(U.shape[0]):
+        beta_step_nb(U[t], W[t], beta, nn[t])
+
+
+@pytest.mark.parametrize("beta", [2.0, 0.5, 1.3])
+def test_beta_step_is_the_dense_matrix_in_both_backends(beta):
+    """``u − β w (w·u) = (I − β wwᵀ) u``: the namespace helper (one vector, a batch) and the Numba helper
+    (unit ``w``, and an unnormalised ``g`` with ``nn = ||g||²``) agree with the dense matrix."""
+    rng = np.random.default_rng(0)
+    g = rng.standard_normal((5, 7))
+    w = g / np.linalg.norm(g, axis=1, keepdims=True)
+    u = rng.standard_normal((5, 7))
+    want = np.einsum("tab,tb->ta", np.eye(7) - beta * w[:, :, None] * w[:, None, :], u)
+    assert np.allclose(beta_step(u, w, beta), want, atol=1e-13)
+    assert np.allclose(beta_step(u[0], w[0], beta), want[0], atol=1e-13)
+    out = u.copy()
+    _beta_step_nb_rows(out, w, beta, np.ones(5))
+    assert np.allclose(out, want, atol=1e-13)
+    out = u.copy()
+    _beta_step_nb_rows(out, g, beta, np.sum(g * g, axis=1))
+    assert np.allclose(out, want, atol=1e-13)
+
+
+@pytest.mark.parametrize("beta", [2.0, 0.5])
+def test_contraction_queries_equal_dense_route_product(beta):
+    """PaTH-style steps ``I − β wwᵀ``: ``U[n] = P_nᵀ q`` (row ``n`` = route length) in both backends."""
+    rng = np.random.default_rng(1)
+    N, d = 9, 6
+    w = uniform_sphere(rng, (N,), d)
+    q = uniform_sphere(rng, (), d)
+    mats = np.eye(d) - beta * w[:, :, None] * w[:, None, :]  # m_n = I − β w_n w_nᵀ, symmetric
+    want = np.array([np.linalg.multi_dot([np.eye(d), *mats[n:0:-1], q[:, None]])[:, 0] for n in range(N)])  # P_nᵀ q
+    for f in (contraction_queries_numba, contraction_queries_numpy):
+        assert np.allclose(f(w, q, beta), want, atol=1e-12)
+
+
+def test_window_sums_and_chain_scores_equal_dense_route_product():
+    rng = np.random.default_rng(2)
+    L, d = 23, 5
+    w = uniform_sphere(rng, (L,), d)
+    mats = np.eye(d) - 2.0 * w[:, :, None] * w[:, None, :]
+    q = uniform_sphere(rng, (), d)
+    stride, nmax = 3, 6
+    want = np.zeros(nmax + 1)
+    for i in range(L - 1, -1, -stride):
+        for n in range(min(nmax, i) + 1):
+            want[n] += q @ route_product(mats, i - n, i) @ q
+    for f in (householder_window_sums_numba, householder_window_sums_numpy):
+        assert np.allclose(f(w, q, stride, nmax)[0], want, atol=1e-12)
+    g = rng.standard_normal((4, 8, d))
+    k = uniform_sphere(rng, (), d)
+    hw = g / np.linalg.norm(g, axis=2, keepdims=True)
+    dense = np.eye(d) - 2.0 * hw[..., :, None] * hw[..., None, :]
+    want = np.array([q @ np.linalg.multi_dot([*dense[t, ::-1], k[:, None]])[:, 0] for t in range(4)])
+    for f in (householder_chain_scores_numba, householder_chain_scores_numpy):
+        assert np.allclose(f(g, q, k), want, atol=1e-12)

@@ -97,9 +97,9 @@ def test_cli_json_contract():
 
 
 @pytest.mark.parametrize("args,word", [
-    (["--weights", "uniform"], "weights must be"),
-    (["--key-align", "1.5"], "key_align must lie"),
-    (["--M", "0,4"], "M must be"),
+    (["--weights", "uniform"], "--weights: must be one of equal, softmax"),
+    (["--key-align", "1.5"], "--key-align: must be a number in [0, 1]"),
+    (["--M", "0,4"], "--M: must be a comma list of integers in [1,"),
     (["--noise", "-1"], "noise"),
     (["--family", "so2-uniform", "--d", "7"], "d must be even"),
 ])

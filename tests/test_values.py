@@ -10,11 +10,9 @@ from hypothesis import strategies as st
 from stylized.estimators import bonferroni_level, mean_ci
 from stylized.families import make_family
 from stylized.sampling import haar_coordinates
-from stylized.transport import transported_sum
 from stylized.values import (
     coherent_sum,
     correlation_pairs,
-    draw_route_steps,
     far_energy_samples,
     haar_tilt_floor,
     orthogonal_dense,
@@ -22,20 +20,11 @@ from stylized.values import (
     qkv_interference_theory,
     quadratic_form,
     ratio_ci,
-    route_scores,
-    route_sum,
 )
+from tests._shared import build_family
 
 FAMS = [("so2-uniform", {"omega": 1.0}), ("so2-normal", {"sigma": 0.7, "mu": 0.4}), ("rope-random", {"base": 100.0}),
         ("householder", {}), ("lazy-haar", {"p": 0.3}), ("haar", {})]
-
-
-def _fam(name: str, d: int, kw: dict):
-    if name == "so2-normal":
-        from stylized.families import SO2Normal
-
-        return SO2Normal(d=d, **kw)
-    return make_family(name, d, **kw)
 
 
 def _closed_form(z: complex, M: int) -> complex:
@@ -55,7 +44,7 @@ def test_exact_formula_matches_monte_carlo(name, kw, dense, M, noise):
 
     Haar kinds run twice: by the exact law of the transport and with dense Haar matrices.
     """
-    fam = _fam(name, 8, kw)
+    fam = build_family(name, 8, **kw)
     b = np.full(8, 1 / np.sqrt(8))
     s = far_energy_samples(fam, M, 3, 3000, np.random.default_rng(12345), noise=noise, dense_haar=dense)
     level = bonferroni_level(0.99, 2 * 24)
@@ -86,7 +75,7 @@ def test_noise_term_matters():
 # ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name,kw", FAMS)
 def test_one_far_source_is_coherent(name, kw):
-    fam = _fam(name, 8, kw)
+    fam = build_family(name, 8, **kw)
     assert qkv_interference_theory(fam, np.ones(8), 1) == pytest.approx(1.0)
 
 
@@ -154,40 +143,7 @@ def test_quadratic_form_matches_dense(M, seed):
     assert np.allclose(quadratic_form(a, w, z), np.einsum("tj,jk,tk->t", a, C, a))
 
 
-# ---------------------------------------------------------------------------------------
-# the transport engine against dense products and the library's transported_sum
-# ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name,kw", FAMS)
-def test_route_engine_matches_dense_products(name, kw):
-    fam = _fam(name, 6, kw)
-    rng = np.random.default_rng(3)
-    steps = draw_route_steps(fam, 2, 6, rng)
-    mats = steps if fam.kind == "haar" else np.stack([fam.dense(s) for s in steps])
-    q, keys, a = rng.standard_normal(6), rng.standard_normal((2, 6, 6)), rng.random((2, 6))
-    sc, rs = route_scores(fam, steps, q, keys), route_sum(fam, steps, a, keys)
-    for t in range(2):
-        P = np.eye(6)
-        total = np.zeros(6)
-        for n in range(6):
-            if n:
-                P = P @ mats[t, n]  # P_n = m_1 ⋯ m_n
-            assert q @ P @ keys[t, n] == pytest.approx(sc[t, n])
-            total += a[t, n] * P @ keys[t, n]
-        assert np.allclose(total, rs[t])
-
-
-@pytest.mark.parametrize("name", ["so2-uniform", "householder"])
-def test_route_sum_agrees_with_transported_sum(name):
-    """Position convention of stylized.transport: M_t = m_{i−t+1}, source j = i − n."""
-    fam = make_family(name, 8)
-    rng = np.random.default_rng(5)
-    N = 7
-    steps = draw_route_steps(fam, 1, N, rng)
-    a, v = rng.random((1, N)), rng.standard_normal((1, N, 8))
-    i = N - 1
-    pos = np.stack([steps[0, 0]] + [steps[0, i - t + 1] for t in range(1, N)])
-    ref = transported_sum(fam, pos, a[0, ::-1], v[0, ::-1])
-    assert np.allclose(route_sum(fam, steps, a, v)[0], ref)
+# the transport engine against the dense oracle, for every family: tests/test_family_contract.py
 
 
 def test_orthogonal_dense_is_haar():

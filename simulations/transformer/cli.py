@@ -1,4 +1,4 @@
-"""Command line: ``stylized transformer {train,eval,compare,probe,predict,combined}``.
+"""Command line: ``stylized transformer {train,eval,compare,bridge,combined,probe,...}``.
 
 The main ``stylized`` CLI calls :func:`add_parser` with its sub-parsers and then
 ``args.func(args)``; ``python -m simulations.transformer ...`` uses :func:`main`.
@@ -11,6 +11,8 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+
+from stylized.options import Choice, Choices, Float, FloatList, Int, IntList, arg_type
 
 from .model import MAIN_VARIANTS, VARIANTS
 
@@ -124,9 +126,9 @@ def cmd_lr_sweep(args: argparse.Namespace) -> int:
             raise ValueError(f"--mults={args.mults!r} must be a comma-separated list of numbers > 0")
     res = run_sweep(mults, workers=args.workers)
     canonical = tuple(mults) == MULTS
-    from .compare import FIGURES_DIR
+    from stylized.results import figures_dir
 
-    path = write_sweep(res, figure=FIGURES_DIR / "transformer_lr_sweep.png") if canonical else None
+    path = write_sweep(res, figure=figures_dir() / "transformer_lr_sweep.png") if canonical else None
     for r in res["rows"]:
         print(f"{r['variant']} x{r['mult']:g}: val PPL {r['ppl']:.3f}, move {r['move_mean_rad']:.3f} rad, "
               f"{r['planes_mixing']}/{r['planes']} planes mix, active={r['active']}")
@@ -134,72 +136,124 @@ def cmd_lr_sweep(args: argparse.Namespace) -> int:
     return 0 if res["chosen"] == CPU_ANGLE_LR_MULT else 1
 
 
+def _variant_list(text: str | None) -> list[str] | None:
+    variants = [v.strip() for v in text.split(",") if v.strip()] if text else None
+    for v in variants or []:
+        _check("--variants", v, VARIANTS)
+    return variants
+
+
+def cmd_far_context(args: argparse.Namespace) -> int:
+    from .far_context import run_far_context
+
+    _check("--preset", args.preset, PRESET_NAMES)
+    res = run_far_context(args.preset, _variant_list(args.variants), workers=args.workers, threads=args.threads,
+                          results_dir=args.results_dir)
+    for r in res["rows"]:
+        if r["multiple"] in (16, 64) or r["multiple"] == max(res["params"]["multiples"]):
+            print(f"  {r['variant']:>12} {r['multiple']:4d}x: far-context ratio {r['ratio']:.3f} "
+                  f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}] ({r['use']}, {r['seeds']} seed(s))")
+    print(f"wrote {res['files']['json']}, {res['files']['csv']}, {res['files']['figure']} in {res['seconds']:.0f}s")
+    return 0
+
+
+def cmd_passkey(args: argparse.Namespace) -> int:
+    from .passkey import run_passkey
+
+    _check("--preset", args.preset, PRESET_NAMES)
+    res = run_passkey(args.preset, _variant_list(args.variants), workers=args.workers, threads=args.threads,
+                      results_dir=args.results_dir, trials=args.trials, fraction=args.fraction)
+    for v, acc in res["summary"].items():
+        print(f"  {v:>12}: " + " ".join(f"{m}x {a:.2f}" for m, a in acc.items()))
+    print(f"wrote {res['files']['json']}, {res['files']['csv']}, {res['files']['figure']} in {res['seconds']:.0f}s")
+    return 0
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``transformer`` sub-command (with train / eval / compare)."""
     p = subparsers.add_parser(
         "transformer", help="length extrapolation of small GPTs with accumulated transports"
     )
-    sub = p.add_subparsers(dest="transformer_cmd", metavar="{train,eval,compare,probe,predict,combined}")
+    sub = p.add_subparsers(dest="transformer_cmd", metavar="{train,eval,compare,bridge,combined,probe,...}")
     sub.required = True
 
     def common(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--preset", default="smoke", help=f"one of {', '.join(PRESET_NAMES)}")
-        sp.add_argument("--seed", type=int, default=0)
+        sp.add_argument("--preset", default="smoke", type=arg_type(Choice(*PRESET_NAMES)), help=f"one of {', '.join(PRESET_NAMES)}")
+        sp.add_argument("--seed", type=arg_type(Int(0, 2**32 - 1)), default=0)
         sp.add_argument("--results-dir", default=None,
                         help="default simulations/results/transformer")
-        sp.add_argument("--threads", type=int, default=None,
+        sp.add_argument("--threads", type=arg_type(Int(1, 256)), default=None,
                         help="torch CPU threads (1 avoids oversubscription on a busy machine)")
 
     t = sub.add_parser("train", help="train one variant (checkpointed)")
-    t.add_argument("--variant", required=True, help=f"one of {', '.join(VARIANTS)}")
+    t.add_argument("--variant", required=True, type=arg_type(Choice(*VARIANTS)), help=f"one of {', '.join(VARIANTS)}")
     common(t)
     t.add_argument("--resume", action="store_true", help="continue from the checkpoint")
     t.add_argument("--force", action="store_true", help="retrain over an existing checkpoint")
-    t.add_argument("--steps", type=int, default=None)
+    t.add_argument("--steps", type=arg_type(Int(1, 10**7)), default=None)
     t.add_argument("--data", default=None,
                    help="builtin (default), owt[:FOLDER] (local OpenWebText, else $STYLIZED_OWT_DIR), or a text file/folder")
     t.add_argument("--tokenizer", default=None, choices=("bytes", "bpe"),
                    help="bytes (default) or a locally trained byte-level BPE")
-    t.add_argument("--bpe-vocab", type=int, default=None, help="BPE vocabulary (default 4096; paper preset 32768)")
+    t.add_argument("--bpe-vocab", type=arg_type(Int(257, 10**6)), default=None, help="BPE vocabulary (default 4096; paper preset 32768)")
     t.set_defaults(func=_guard(cmd_train))
 
     e = sub.add_parser("eval", help="perplexity at 1x..64x/128x the training length")
-    e.add_argument("--variant", required=True, help=f"one of {', '.join(VARIANTS)}")
+    e.add_argument("--variant", required=True, type=arg_type(Choice(*VARIANTS)), help=f"one of {', '.join(VARIANTS)}")
     common(e)
     e.add_argument("--json", action="store_true", help="also print the rows as JSON")
     e.set_defaults(func=_guard(cmd_eval))
 
     c = sub.add_parser("compare", help="train missing variants, evaluate all, write csv/json/png")
     common(c)
-    c.add_argument("--variants", default=None,
+    c.add_argument("--variants", default=None, type=arg_type(Choices(*VARIANTS), keep_text=True),
                    help=f"comma-separated (default {','.join(MAIN_VARIANTS)})")
-    c.add_argument("--seeds", default=None, help="seeds of rope, random-*, learned-* (default 0,1,2)")
-    c.add_argument("--extra-seeds", default=None, help="seeds of the other variants (default 0)")
-    c.add_argument("--workers", type=int, default=1,
+    c.add_argument("--seeds", default=None, type=arg_type(IntList(0, 2**32 - 1), keep_text=True), help="seeds of rope, random-*, learned-* (default 0,1,2)")
+    c.add_argument("--extra-seeds", default=None, type=arg_type(IntList(0, 2**32 - 1), keep_text=True), help="seeds of the other variants (default 0)")
+    c.add_argument("--workers", type=arg_type(Int(1, 64)), default=1,
                    help="(variant, seed) jobs run at once, one torch thread each (default 1; 2 on a 2-core machine)")
-    c.add_argument("--steps", type=int, default=None)
+    c.add_argument("--steps", type=arg_type(Int(1, 10**7)), default=None)
     c.add_argument("--data", default=None)
     c.add_argument("--tokenizer", default=None, choices=("bytes", "bpe"),
                    help="bytes (default) or a locally trained byte-level BPE (results under runs/<preset>-bpe/)")
-    c.add_argument("--bpe-vocab", type=int, default=None, help="BPE vocabulary (default 4096)")
+    c.add_argument("--bpe-vocab", type=arg_type(Int(257, 10**6)), default=None, help="BPE vocabulary (default 4096)")
     c.add_argument("--figure", default=None,
                    help="default figures/transformer_ppl_ratio.png for the cpu preset, else inside the run's directory")
     c.set_defaults(func=_guard(cmd_compare))
 
     s = sub.add_parser("lr-sweep", help="the learned tables' lr multiplier: sweep and the in-distribution rule (cpu)")
-    s.add_argument("--mults", default=None, help="comma-separated multipliers (default 1,3,10,30)")
-    s.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    s.add_argument("--workers", type=int, default=1, help="runs at once, one torch thread each (default 1)")
+    s.add_argument("--mults", default=None, type=arg_type(FloatList(0, 1e6, lo_open=True), keep_text=True), help="comma-separated multipliers (default 1,3,10,30)")
+    s.add_argument("--threads", type=arg_type(Int(1, 256)), default=None, help="torch CPU threads")
+    s.add_argument("--workers", type=arg_type(Int(1, 64)), default=1, help="runs at once, one torch thread each (default 1)")
     s.set_defaults(func=_guard(cmd_lr_sweep))
+
+    for name, fn, text in (("far-context", cmd_far_context, "loss with the full context vs the last L_train tokens"),
+                           ("passkey", cmd_passkey, "train with passkey sequences mixed in; retrieval accuracy by length, depth")):
+        r = sub.add_parser(name, help=text + " (train missing, evaluate, write json/csv/png)")
+        r.add_argument("--preset", default="cpu", type=arg_type(Choice(*PRESET_NAMES)),
+                       help="default cpu (canonical files); others write under results/transformer/runs/<preset>/")
+        r.add_argument("--variants", default=None, type=arg_type(Choices(*VARIANTS), keep_text=True),
+                       help=f"comma-separated (default {','.join(MAIN_VARIANTS)})")
+        r.add_argument("--workers", type=arg_type(Int(1, 64)), default=1, help="jobs at once, one torch thread each")
+        r.add_argument("--threads", type=arg_type(Int(1, 256)), default=1, help="torch CPU threads (workers=1)")
+        r.add_argument("--results-dir", default=None, help="default simulations/results/transformer")
+        if name == "passkey":
+            r.add_argument("--trials", type=arg_type(Int(1, 10_000)), default=None,
+                           help="trials per (length, depth) cell (default: the preset's)")
+            r.add_argument("--fraction", type=arg_type(Float(0, 1, lo_open=True, hi_open=True)), default=None,
+                           help="share of training sequences that are passkey sequences, in (0, 1) (default 0.25)")
+        r.set_defaults(func=_guard(fn))
 
     from .bridge import add_parsers as add_bridge_parsers
 
-    add_bridge_parsers(sub)
+    add_bridge_parsers(sub, _guard)  # bridge, combined, probe (the bridge never imports this module)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m simulations.transformer")
+    from stylized.cli import _Parser  # one-line usage errors, as under ``stylized transformer``
+
+    parser = _Parser(prog="python -m simulations.transformer")
     sub = parser.add_subparsers(dest="cmd")
     add_parser(sub)
     argv = list(sys.argv[1:] if argv is None else argv)

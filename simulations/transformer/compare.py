@@ -18,25 +18,34 @@ from pathlib import Path
 
 import numpy as np
 
+from stylized.results import figures_dir
+
 from .data import load_corpus
-from .evaluate import evaluate_checkpoint, load_window_losses, paper_ratio, save_png
+from .evaluate import evaluate_checkpoint, load_window_losses, paper_ratio
 from .model import MAIN_VARIANTS, VARIANTS
-from .train import RESULTS_DIR, checkpoint_path, get_preset, make_configs, train
+from .train import checkpoint_path, get_preset, make_configs, results_root, train
 from .verdicts import paper_verdicts
 
-FIGURES_DIR = Path(__file__).resolve().parents[2] / "figures"
+FIGURES_DIR = figures_dir()  # fixed at import: prefer figures_dir(), which follows --out
 #: the variants whose paper rows need several seeds
 SEEDED_VARIANTS = ("rope", "random-qk", "random-qkv", "learned-qk", "learned-qkv")
 METRICS = {"all": "the author's: every position of the length-L window",
            "target": "ours: the last L_train positions (the same targets at every length)"}
 
 
-def output_paths(preset: str, results_dir: str | os.PathLike | None, figure: str | os.PathLike | None):
-    """(results root, figure path, canonical?) for a comparison run."""
+def output_paths(preset: str, results_dir: str | os.PathLike | None, figure: str | os.PathLike | None,
+                 name: str = "compare"):
+    """(results root, figure path, canonical?) for a comparison run.
+
+    ``name`` other than ``"compare"`` (e.g. ``"combined"``) keeps the canonical checkpoints'
+    root but draws its figure next to its own ``<preset>_<name>.json``, never over C6's.
+    """
     if results_dir is None and preset == "cpu":
-        return RESULTS_DIR, Path(figure) if figure else FIGURES_DIR / "transformer_ppl_ratio.png", figure is None
-    root = Path(results_dir) if results_dir else RESULTS_DIR / "runs" / preset
-    return root, Path(figure) if figure else root / "transformer_ppl_ratio.png", False
+        default = figures_dir() / "transformer_ppl_ratio.png" if name == "compare" else results_root() / f"{preset}_{name}.png"
+        return results_root(), Path(figure) if figure else default, figure is None
+    root = Path(results_dir) if results_dir else results_root() / "runs" / preset
+    default = root / ("transformer_ppl_ratio.png" if name == "compare" else f"{preset}_{name}.png")
+    return root, Path(figure) if figure else default, False
 
 
 def _pooled_rows(per_seed: dict[str, dict[int, list[dict]]], metric: str) -> list[dict]:
@@ -103,8 +112,12 @@ def compare(
     workers: int = 1,
     tokenizer: str | None = None,
     bpe_vocab: int | None = None,
+    name: str = "compare",
 ) -> dict:
     """Train missing checkpoints, evaluate all, decide the paper rows; write JSON + CSV + figure.
+
+    ``name`` sets the output files ``<preset>_<name>.{json,csv}`` (the combined variants use
+    ``"combined_seeds"``); checkpoints stay under ``<root>/checkpoints/<preset>/`` for every name.
 
     ``seeds`` (default 0, 1, 2) apply to :data:`SEEDED_VARIANTS`; ``extra_seeds`` (default 0)
     to the others.  ``workers`` > 1 runs that many (variant, seed) jobs at once in separate
@@ -118,7 +131,10 @@ def compare(
     seeds = list(seeds if seeds is not None else [0, 1, 2])
     extra_seeds = list(extra_seeds if extra_seeds is not None else [0])
     tok = {k: v for k, v in (("tokenizer", tokenizer), ("bpe_vocab", bpe_vocab)) if v is not None}
-    root, fig_path, canonical = output_paths(preset + ("-bpe" if tokenizer == "bpe" else ""), results_dir, figure)
+    if not isinstance(name, str) or not name.replace("-", "").replace("_", "").isalnum():
+        raise ValueError(f"name={name!r} must be a non-empty word of letters, digits, '-' or '_'")
+    root, fig_path, canonical = output_paths(preset + ("-bpe" if tokenizer == "bpe" else ""), results_dir, figure,
+                                             name)
     _, tcfg, ecfg = make_configs(variants[0], preset, steps=steps, data=data, **tok)
     corpus = load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)  # workers load their own
     per_seed: dict[str, dict[int, list[dict]]] = {}
@@ -175,8 +191,8 @@ def compare(
     }
     from stylized.results import atomic_write_text, to_jsonable
 
-    json_path = root / f"{preset}_compare.json"
-    csv_path = root / f"{preset}_compare.csv"
+    json_path = root / f"{preset}_{name}.json"
+    csv_path = root / f"{preset}_{name}.csv"
     buf = io.StringIO()
     wr = csv.DictWriter(buf, fieldnames=list(result["per_seed"][0]), lineterminator="\n")
     wr.writeheader()
@@ -189,40 +205,44 @@ def compare(
 
 
 def plot_compare(result_json_path: str | os.PathLike, out_png: str | os.PathLike) -> Path:
-    """PPL(L)/PPL(L_train) vs L/L_train (log-log), the author's metric left and ours right; paper dashed."""
-    import matplotlib
+    """PPL(L)/PPL(L_train) vs L/L_train (log-log), the author's metric left and ours right; paper dashed.
 
-    matplotlib.use("Agg")
+    Writes ``out_png`` and the PDF beside it in the project's plot theme (:mod:`stylized.plotting`).
+    """
     import matplotlib.pyplot as plt
+
+    from stylized import plotting as sp
 
     res = json.loads(Path(result_json_path).read_text())
     p = res["params"]
-    fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.6), sharey=True)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for ax, metric in zip(axes, ("all", "target")):
-        for i, v in enumerate(p["variants"]):
-            rs = sorted((r for r in res["rows"] if r["variant"] == v and r["metric"] == metric),
-                        key=lambda r: r["multiple"])
-            if not rs:
-                continue
-            c = colors[i % len(colors)]
-            m = [r["multiple"] for r in rs]
-            ax.plot(m, [r["estimate"] for r in rs], "o-", color=c, ms=3, lw=1.2,
-                    label=f"{v} ({rs[0]['seeds']} seed{'s' if rs[0]['seeds'] > 1 else ''})")
-            lo = [min(r["per_seed"]) for r in rs]
-            hi = [max(r["per_seed"]) for r in rs]
-            ax.fill_between(m, lo, hi, color=c, alpha=0.12, lw=0)
-            th = [(r["multiple"], r["theory"]) for r in rs if r["theory"] is not None]
-            if metric == "all" and len(th) > 1:
-                ax.plot(*zip(*th), "--", color=c, alpha=0.6, lw=1)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.axhline(1.0, color="gray", lw=0.5)
-        ax.set_xlabel(r"$L\,/\,L_{\mathrm{train}}$")
-        ax.set_title("author's metric (all positions)" if metric == "all" else "same targets (last $L_{train}$)",
-                     fontsize=9)
-    axes[0].set_ylabel(r"$\mathrm{PPL}(L)\,/\,\mathrm{PPL}(L_{\mathrm{train}})$")
-    axes[0].legend(fontsize=6.5, ncol=1, loc="upper left")
-    fig.suptitle(f"C6, preset '{p['preset']}' (L_train={p['model']['block_size']}, {p['train']['steps']} steps); "
-                 "band: seed range; dashed: paper (L_train=512)", fontsize=8)
-    return save_png(fig, out_png)
+    with sp.theme():
+        fig, axes = sp.figure(1, 2, height=3.3, sharey=True)
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        for ax, metric in zip(axes, ("all", "target")):
+            for i, v in enumerate(p["variants"]):
+                rs = sorted((r for r in res["rows"] if r["variant"] == v and r["metric"] == metric),
+                            key=lambda r: r["multiple"])
+                if not rs:
+                    continue
+                c = colors[i % len(colors)]
+                m = [r["multiple"] for r in rs]
+                ax.plot(m, [r["estimate"] for r in rs], "o-", color=c, ms=3, lw=1.2,
+                        label=f"{v} ({rs[0]['seeds']} seed{'s' if rs[0]['seeds'] > 1 else ''})")
+                ax.fill_between(m, [min(r["per_seed"]) for r in rs], [max(r["per_seed"]) for r in rs], color=c,
+                                alpha=0.15, lw=0)
+                th = [(r["multiple"], r["theory"]) for r in rs if r["theory"] is not None]
+                if metric == "all" and len(th) > 1:
+                    ax.plot(*zip(*th), "--", color=c, alpha=0.7, lw=0.9)
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.axhline(1.0, color="0.4", lw=0.6)
+            ax.set_xlabel(r"$L\,/\,L_{\mathrm{train}}$")
+            ax.set_title("author's metric (all positions)" if metric == "all" else r"same targets (last $L_{train}$)")
+        axes[0].plot([], [], "k--", lw=0.9, alpha=0.7, label="paper, same colour")
+        axes[0].set_ylabel(r"$\mathrm{PPL}(L)\,/\,\mathrm{PPL}(L_{\mathrm{train}})$")
+        fig.legend(*axes[0].get_legend_handles_labels(), loc="outside upper center", ncol=3)
+        sp.caption(fig, f"C6, preset '{p['preset']}': L_train = {p['model']['block_size']}, {p['train']['steps']} steps. "
+                        "Lines: mean over seeds; band: seed range (min to max); dashed: the paper's reported ratio "
+                        "(L_train = 512). Left: every position of the length-L window; right: the last L_train "
+                        "positions (the same targets at every length).")
+        return sp.save(fig, out_png)

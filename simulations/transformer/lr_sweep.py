@@ -28,9 +28,9 @@ import numpy as np
 import torch
 
 from .data import load_corpus
-from .evaluate import evaluate_checkpoint, save_png
+from .evaluate import evaluate_checkpoint
 from .model import GPT
-from .train import RESULTS_DIR, make_configs, train
+from .train import make_configs, results_root, train
 
 MULTS: tuple[float, ...] = (1.0, 3.0, 10.0, 30.0)
 SWEEP_VARIANTS = ("learned-qk", "learned-qkv")
@@ -44,7 +44,7 @@ def sweep_checkpoint(variant: str, mult: float, seed: int = 0, root: Path | None
 
     if mult == CPU_ANGLE_LR_MULT:
         return checkpoint_path("cpu", variant, seed, root)
-    return Path(root or RESULTS_DIR) / "checkpoints" / "cpu-lr-sweep" / f"{variant}-x{mult:g}-s{seed}.pt"
+    return Path(root or results_root()) / "checkpoints" / "cpu-lr-sweep" / f"{variant}-x{mult:g}-s{seed}.pt"
 
 
 def _train_eval(v: str, m: float, seed: int, path: str, progress: bool, threads: int | None,
@@ -160,7 +160,7 @@ def _lr_sum(tcfg) -> list[float]:
 def write_sweep(result: dict, root: Path | None = None, figure: Path | None = None) -> Path:
     from stylized.results import atomic_write_text, to_jsonable
 
-    root = Path(root or RESULTS_DIR)
+    root = Path(root or results_root())
     path = root / "cpu_lr_sweep.json"
     atomic_write_text(path, json.dumps(to_jsonable(result), indent=1) + "\n")
     if figure is not None:
@@ -169,24 +169,31 @@ def write_sweep(result: dict, root: Path | None = None, figure: Path | None = No
 
 
 def plot_sweep(path: Path, out_png: Path) -> Path:
-    import matplotlib
+    """PPL(L)/PPL(L_train) per angle-table lr multiplier (the chosen one bold); PNG and PDF in the project theme."""
+    from matplotlib.ticker import FuncFormatter
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from stylized import plotting as sp
 
     res = json.loads(Path(path).read_text())
-    fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.4), sharey=True)
-    for ax, v in zip(axes, SWEEP_VARIANTS):
-        for i, r in enumerate(r for r in res["rows"] if r["variant"] == v):
-            c = sorted(((int(k), x) for k, x in r["curve_all"].items()))
-            lab = (f"×{r['mult']:g}: PPL {r['ppl']:.2f}, {r['planes_mixing']}/{r['planes']} planes mix"
-                   + (" (chosen)" if r["mult"] == res["chosen"] else ""))
-            ax.plot(*zip(*c), "o-", ms=3, color=f"C{i}", lw=2 if r["mult"] == res["chosen"] else 1, label=lab)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.axhline(1, color="gray", lw=0.5)
-        ax.set_title(f"{v}: angle-table lr multiplier", fontsize=9)
-        ax.set_xlabel(r"$L\,/\,L_{\mathrm{train}}$")
-        ax.legend(fontsize=6)
-    axes[0].set_ylabel(r"$\mathrm{PPL}(L)/\mathrm{PPL}(L_{\mathrm{train}})$ (author's metric)")
-    return save_png(fig, out_png)
+    with sp.theme():
+        fig, axes = sp.figure(1, 2, height=3.4, sharey=True)
+        for ax, v in zip(axes, SWEEP_VARIANTS):
+            for i, r in enumerate(r for r in res["rows"] if r["variant"] == v):
+                c = sorted(((int(k), x) for k, x in r["curve_all"].items()))
+                ci = (f" [{math.exp(r['val_ci_low']):.2f}, {math.exp(r['val_ci_high']):.2f}]"
+                      if r.get("val_ci_low") is not None else "")
+                lab = (f"×{r['mult']:g}: PPL {r['ppl']:.2f}{ci}, {r['planes_mixing']}/{r['planes']} mix"
+                       + (" (chosen)" if r["mult"] == res["chosen"] else ""))
+                ax.plot(*zip(*c), "o-", ms=3, color=f"C{i}", lw=2.2 if r["mult"] == res["chosen"] else 1.1, label=lab)
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
+            ax.yaxis.set_minor_formatter(FuncFormatter(lambda y, _: f"{y:g}" if round(y, 6) in (1.5, 2.0, 3.0, 4.0) else ""))
+            ax.axhline(1, color="0.4", lw=0.6)
+            ax.set_title(f"{v}: angle-table lr multiplier")
+            ax.set_xlabel(r"$L\,/\,L_{\mathrm{train}}$")
+            ax.legend(loc="upper left", fontsize=6.5)
+        axes[0].set_ylabel(r"$\mathrm{PPL}(L)/\mathrm{PPL}(L_{\mathrm{train}})$ (author's metric)")
+        sp.caption(fig, "One seed per multiplier; legend: validation PPL at L_train with its 95% bootstrap interval "
+                        "over windows, and how many rotation planes mix within L_train. Chosen multiplier drawn bold.")
+        return sp.save(fig, out_png)

@@ -1,67 +1,12 @@
-"""Small GPT with the paper's attention position mechanisms.
+"""Small GPT with the paper's attention position mechanisms (nanoGPT style).
 
 Every variant is "transport the key to the query, then take a dot product":
-the score between query position i and key position j ≤ i is
-
-    s_ij = q_iᵀ P_{j→i} k_j / sqrt(d_h),
-
-where P_{j→i} is a product of per-token transport matrices M_t over the route
-t = j+1..i (P_{j→i} = M_i M_{i-1} ⋯ M_{j+1}).
-
-Variants (``GPTConfig.variant``)
---------------------------------
-rope
-    M_t = R(ω), ω_b = base^{-2b/d_h}, b = 0..d_h/2-1 (base 10000).  The rotation
-    applied at position t is ψ_t = t·ω, so P_{j→i} = R(ψ_j - ψ_i) = R((j-i)ω).
-nope
-    No position signal (P = I), causal mask only.
-alibi
-    P = I plus the additive bias -m_h (i-j), slopes m_h = 2^{-8h/H} (Press et al.
-    rule for H not a power of two, see :func:`alibi_slopes`).
-random-qk / random-qkv
-    Per-token angles θ_{t,b} ~ U(-ω_b, ω_b), drawn fresh for every position, layer
-    and forward pass (training *and* evaluation), per head (``angle_heads``).
-    Accumulated angle Φ_t = Σ_{s≤t} θ_s (float64 cumsum, reduced mod 2π); Q and K
-    at t are rotated by ψ_t = Φ_t, so P_{j→i} = R(Φ_j - Φ_i) = R(-Σ_{s=j+1}^{i} θ_s).
-    ``-qkv`` also rotates values by Φ^v_j and inverse-rotates the output at the
-    query by -Φ^v_i: o_i = Σ_j α_ij R(Φ^v_j - Φ^v_i) v_j.  ``value_angles``:
-    ``"independent"`` (default, a second independent angle stream, as in the
-    author's reported runs) or ``"same"`` (Φ^v = Φ, the theory's transport).
-learned-qk / learned-qkv
-    Per-layer token tables E_ℓ[vocab, d_h/2], zero-initialised; per-token angle
-    θ_t = π·tanh(E_ℓ[x_t]) - ω, Φ_t = Σ_{s≤t} θ_s.  Sign convention: Q/K (and V)
-    at position t are rotated by ψ_t = -Φ_t, so at initialisation ψ_t = (t+1)ω,
-    which is RoPE up to a global offset that cancels in P_{j→i}: the model equals
-    ``rope`` exactly at init (tested).  ``-qkv`` transports values with the same
-    learned angle (Φ^v = Φ).  Tables (and random streams) are per head by
-    default, as the author's (``angle_heads="shared"``: one per layer).  The tables
-    get their own learning-rate multiplier ``angle_lr_mult`` (1 = the author's ratio;
-    the cpu preset's budget is set in its preset, see ``train.PRESETS``).
-path
-    PaTH-style Householder transport M_t = H_t = I - β_t w_t w_tᵀ with
-    β_t = 2·sigmoid(linear(x_t)) ∈ (0, 2) and w_t = normalize(SiLU(causal depthwise
-    conv_k(linear(x_t)))), per head (FLA's short convolution with its SiLU; FLA's
-    low-rank factorisation of the w projection is not reproduced: a full linear map).  Pure-torch chunked implementation
-    (:func:`path_attention`, delta-rule / UT-transform form with a triangular
-    solve per chunk): O(L²(d + C)) time, O(L(d + C)) memory, checked against
-    explicit matrix products in the tests.
-random-qkv-alibi / learned-qkv-alibi
-    The accumulated rotation of the ``-qkv`` variant plus the ALiBi bias.
-fox / learned-qkv-fox
-    FoX-style learned forget gate ("Forgetting Transformer", Lin et al. 2025),
-    accumulated along the route: per layer and head, f_t = sigmoid(w_hᵀ x_t + b_h)
-    ∈ (0, 1) from the attention input x_t (the block's LayerNormed input), and the
-    logit bias D_ij = Σ_{s=j+1}^{i} log f_s = c_i - c_j with c_t = Σ_{s≤t} log f_s
-    (logsigmoid in float32, cumsum in float64) is added to the scaled scores.
-    ``fox`` has no rotation (the control); ``learned-qkv-fox`` adds the learned
-    accumulated rotation of ``learned-qkv`` on Q, K and V.  Init: w_h = 0 and
-    b_h = linspace(3, 6, H) (head 0 forgets fastest), so f_t = sigmoid(b_h) ∈
-    [0.953, 0.998] and D_ij = -(i-j)·softplus(-b_h): **at init FoX is ALiBi with
-    slopes softplus(-b_h) ≈ 0.049 … 0.0025** (tested).  The gate parameters
-    (``fox_w`` [H, C], decayed; ``fox_b`` [H], not decayed) train at the base lr.
-    The bias goes to SDPA as a float mask through the same query-chunked path as
-    ALiBi (:func:`biased_attention`), with the chunk shrunk so that one
-    [B, H, chunk, L] bias block stays ≤ 2^25 elements at long evaluation lengths.
+s_ij = q_iᵀ P_{j→i} k_j / sqrt(d_h), with P_{j→i} = M_i M_{i-1} ⋯ M_{j+1} a product of
+per-token transports M_t.  What each variant is made of, and its configuration, is in
+:mod:`.model_config`; the additive / multiplicative far-mass controls (ALiBi, FoX,
+Scalable-Softmax) in :mod:`.attention_bias`; PaTH's Householder attention in
+:mod:`.path_attention`; the fused rotation kernels in :mod:`.rotation` and
+:mod:`.learned_rotation`.  This module holds the rotation helpers and the modules.
 
 Rotations use the half-split layout: for x = [x₁, x₂] (each d_h/2),
 R(ψ)x = [x₁ cos ψ - x₂ sin ψ, x₁ sin ψ + x₂ cos ψ].
@@ -70,8 +15,6 @@ R(ψ)x = [x₁ cos ψ - x₂ sin ψ, x₁ sin ψ + x₂ cos ψ].
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
-from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -79,133 +22,35 @@ from torch import nn
 
 from . import learned_rotation as _learned
 from . import rotation as _rotation
-
-
-class VariantSpec(NamedTuple):
-    """What a variant is made of."""
-
-    angle_source: str | None  # "rope" | "random" | "learned" | None
-    rotate_v: bool  # transport values too (``-qkv``)
-    alibi: bool  # additive ALiBi bias
-    path: bool  # PaTH Householder transport
-    forget_gate: bool = False  # FoX accumulated forget-gate bias
-
-
-#: variant -> (angle source, rotate values, alibi bias, path transport, forget gate)
-VARIANT_SPECS: dict[str, VariantSpec] = {
-    "rope": VariantSpec("rope", False, False, False),
-    "nope": VariantSpec(None, False, False, False),
-    "alibi": VariantSpec(None, False, True, False),
-    "random-qk": VariantSpec("random", False, False, False),
-    "random-qkv": VariantSpec("random", True, False, False),
-    "learned-qk": VariantSpec("learned", False, False, False),
-    "learned-qkv": VariantSpec("learned", True, False, False),
-    "path": VariantSpec(None, False, False, True),
-    "random-qkv-alibi": VariantSpec("random", True, True, False),
-    "learned-qkv-alibi": VariantSpec("learned", True, True, False),
-    "fox": VariantSpec(None, False, False, False, True),
-    "learned-qkv-fox": VariantSpec("learned", True, False, False, True),
-}
-VARIANTS: tuple[str, ...] = tuple(VARIANT_SPECS)
-#: the eight variants compared by default
-MAIN_VARIANTS: tuple[str, ...] = (
-    "rope", "nope", "alibi", "random-qk", "random-qkv", "learned-qk", "learned-qkv", "path",
+from .attention_bias import (
+    GATE_BLOCK_ELEMENTS,
+    alibi_attention,
+    alibi_slopes,
+    biased_attention,
+    fox_gate_bias_init,
+    ssmax_query,
+    ssmax_scale_init,
 )
-VALUE_ANGLES = ("independent", "same")
-ANGLE_HEADS = ("per-head", "shared")
+from .model_config import (
+    ANGLE_HEADS,
+    MAIN_VARIANTS,
+    VALUE_ANGLES,
+    VARIANT_SPECS,
+    VARIANTS,
+    GPTConfig,
+    VariantSpec,
+    validate_config,
+)
+from .path_attention import path_attention, path_score_chunks
+
+__all__ = [
+    "ANGLE_HEADS", "GATE_BLOCK_ELEMENTS", "MAIN_VARIANTS", "TWO_PI", "VALUE_ANGLES", "VARIANTS", "VARIANT_SPECS",
+    "GPT", "GPTConfig", "Block", "CausalSelfAttention", "MLP", "VariantSpec", "accumulate", "alibi_attention",
+    "alibi_slopes", "biased_attention", "fox_gate_bias_init", "path_attention", "path_score_chunks",
+    "rope_frequencies", "rotate", "ssmax_query", "ssmax_scale_init", "validate_config",
+]
+
 TWO_PI = 2.0 * math.pi
-
-
-@dataclass
-class GPTConfig:
-    """Model hyper-parameters (nanoGPT style).
-
-    Parameters
-    ----------
-    vocab_size : int
-        Token vocabulary (256 for the byte-level corpora).
-    block_size : int
-        Training context length L_train (no absolute position table exists, so
-        the model runs at any length).
-    n_layer, n_head, n_embd : int
-        Depth, heads H, width; head dim d_h = n_embd / n_head.
-    dropout : float
-        Residual, attention and MLP dropout probability.
-    variant : str
-        One of :data:`VARIANTS`.
-    rope_base : float
-        Base of the RoPE frequencies ω_b = base^{-2b/d_h}.
-    value_angles : str
-        ``"independent"`` or ``"same"`` value stream for ``random-qkv``.
-    angle_heads : str
-        ``"per-head"`` (the author's: every head has its own table columns and its own
-        random stream) or ``"shared"`` (one table / stream per layer, shared by its heads).
-    angle_lr_mult : float
-        Learning-rate multiplier for the learned angle tables E_ℓ (1 = the author's ratio).
-    path_conv : int
-        Kernel size of PaTH's causal depthwise convolution (3 or 4).
-    path_chunk : int
-        Query chunk size C of the chunked PaTH / ALiBi attention.
-    """
-
-    vocab_size: int = 256
-    block_size: int = 64
-    n_layer: int = 4
-    n_head: int = 4
-    n_embd: int = 128
-    dropout: float = 0.0
-    variant: str = "rope"
-    rope_base: float = 10000.0
-    value_angles: str = "independent"
-    angle_heads: str = "per-head"
-    angle_lr_mult: float = 1.0
-    path_conv: int = 3
-    path_chunk: int = 64
-    bias: bool = True
-    extra: dict = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        validate_config(self)
-
-    @property
-    def head_dim(self) -> int:
-        return self.n_embd // self.n_head
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def validate_config(cfg: GPTConfig) -> None:
-    """Raise ``ValueError`` naming the offending parameter and its allowed values."""
-    if cfg.variant not in VARIANT_SPECS:
-        raise ValueError(f"variant={cfg.variant!r} is not one of: {', '.join(VARIANTS)}")
-    for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd", "path_chunk"):
-        val = getattr(cfg, name)
-        if not isinstance(val, int) or val < 1:
-            raise ValueError(f"{name}={val!r} must be a positive integer")
-    if cfg.n_embd % cfg.n_head != 0:
-        raise ValueError(
-            f"n_embd={cfg.n_embd} must be divisible by n_head={cfg.n_head}"
-        )
-    if VARIANT_SPECS[cfg.variant][0] is not None and cfg.head_dim % 2 != 0:
-        raise ValueError(
-            f"head_dim=n_embd/n_head={cfg.head_dim} must be even for rotation variant "
-            f"{cfg.variant!r} (allowed: even values)"
-        )
-    if cfg.value_angles not in VALUE_ANGLES:
-        raise ValueError(
-            f"value_angles={cfg.value_angles!r} is not one of: {', '.join(VALUE_ANGLES)}"
-        )
-    if not 0.0 <= cfg.dropout < 1.0:
-        raise ValueError(f"dropout={cfg.dropout!r} must be in [0, 1)")
-    if cfg.angle_heads not in ANGLE_HEADS:
-        raise ValueError(f"angle_heads={cfg.angle_heads!r} is not one of: {', '.join(ANGLE_HEADS)}")
-    if cfg.path_conv not in (3, 4):
-        raise ValueError(f"path_conv={cfg.path_conv!r} is not one of: 3, 4")
-    if not cfg.angle_lr_mult >= 0.0:
-        raise ValueError(f"angle_lr_mult={cfg.angle_lr_mult!r} must be >= 0")
-    if not cfg.rope_base > 1.0:
-        raise ValueError(f"rope_base={cfg.rope_base!r} must be > 1")
 
 
 # ---------------------------------------------------------------------------
@@ -217,26 +62,6 @@ def rope_frequencies(head_dim: int, base: float = 10000.0) -> torch.Tensor:
     """RoPE frequencies ω_b = base^{-2b/d_h}, b = 0..d_h/2-1 (float64)."""
     b = torch.arange(head_dim // 2, dtype=torch.float64)
     return base ** (-2.0 * b / head_dim)
-
-
-def alibi_slopes(n_head: int) -> list[float]:
-    """ALiBi slopes m_h, h = 1..H (Press et al. 2022).
-
-    For H a power of two m_h = 2^{-8h/H}.  Otherwise take the slopes of the
-    closest lower power of two n = 2^⌊log₂ H⌋ and append every other slope of
-    the 2n sequence: ``get_slopes(2n)[0::2][:H-n]``.
-    """
-
-    def power_of_2(n: int) -> list[float]:
-        start = 2.0 ** (-(2.0 ** -(math.log2(n) - 3)))
-        return [start * start**i for i in range(n)]
-
-    if n_head < 1:
-        raise ValueError(f"n_head={n_head!r} must be a positive integer")
-    if math.log2(n_head).is_integer():
-        return power_of_2(n_head)
-    n = 2 ** math.floor(math.log2(n_head))
-    return power_of_2(n) + power_of_2(2 * n)[0::2][: n_head - n]
 
 
 def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -257,144 +82,6 @@ def _cos_sin(psi: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch
     if psi.dim() == 3:
         psi = psi.unsqueeze(1)
     return torch.cos(psi).to(dtype), torch.sin(psi).to(dtype)
-
-
-# ---------------------------------------------------------------------------
-# PaTH reference
-# ---------------------------------------------------------------------------
-
-
-def path_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    beta: torch.Tensor,
-    w: torch.Tensor,
-    chunk: int = 64,
-    dropout_p: float = 0.0,
-) -> torch.Tensor:
-    """Causal attention with Householder transport, s_ij = q_iᵀ H_i ⋯ H_{j+1} k_j / √d.
-
-    Write the transported keys as a state S_i = Σ_{j≤i} P_{j→i} k_j e_jᵀ (d × i);
-    it obeys the delta-rule recurrence S_i = H_i S_{i-1} + k_i e_iᵀ.  With
-    u_t = w_tᵀ S_{t-1}, S_i = S_{a-1} + Σ k_j e_jᵀ - Σ_{t≤i} β_t w_t u_t, and the
-    rows u_t of a chunk [a, b) solve the unit lower-triangular system
-    (I + C) U = W_c S_{a-1}ᵀ ⊕ strictly-lower(W_c K_cᵀ), C_ts = β_s w_tᵀ w_s (s < t).
-    Chunk scores are then [Q_c K̃ᵀ | tril(Q_c K_cᵀ)] - tril(Q_c W_cᵀ) diag(β) U and
-    the transported keys after the chunk are [K̃; K_c] - Uᵀ diag(β) W_c.  Only
-    the chunk loop runs in Python; O(L²(d + C)) time, O(L·(d + C)) memory.
-
-    Parameters
-    ----------
-    q, k, v : Tensor [B, H, L, d]
-    beta : Tensor [B, H, L], β_t ∈ (0, 2)
-    w : Tensor [B, H, L, d], unit vectors w_t
-    chunk : int
-        Query chunk size C.
-    dropout_p : float
-        Attention dropout (training only).
-
-    Returns
-    -------
-    Tensor [B, H, L, d]
-    """
-    dtype = v.dtype
-    q, k, v, beta, w = (t.float() for t in (q, k, v, beta, w))
-    B, H, L, d = q.shape
-    scale = 1.0 / math.sqrt(d)
-    dev = q.device
-    k_prev = k.new_zeros(B, H, 0, d)  # K̃: keys transported to position a-1
-    outs = []
-    for a in range(0, L, chunk):
-        b = min(a + chunk, L)
-        n = b - a
-        qc, kc, wc, bc = q[:, :, a:b], k[:, :, a:b], w[:, :, a:b], beta[:, :, a:b]
-        keys = torch.cat((k_prev, kc), dim=2)  # [B,H,b,d]
-        ones = torch.ones(n, n, dtype=torch.bool, device=dev)
-        strict, incl = ones.tril(-1), ones.tril()
-        old = torch.ones(n, a, dtype=torch.bool, device=dev)
-        rhs = (wc @ keys.transpose(-1, -2)) * torch.cat((old, strict), dim=1)
-        coup = (wc @ wc.transpose(-1, -2)) * bc.unsqueeze(-2) * strict
-        eye = torch.eye(n, device=dev)
-        U = torch.linalg.solve_triangular(eye + coup, rhs, upper=False, unitriangular=True)
-        G = (qc @ wc.transpose(-1, -2)) * bc.unsqueeze(-2) * incl  # [B,H,n,n]
-        causal = torch.cat((old, incl), dim=1)
-        s = (qc @ keys.transpose(-1, -2)) * causal - G @ U
-        s = (s * scale).masked_fill(~causal, float("-inf"))
-        p = torch.softmax(s, dim=-1)
-        if dropout_p > 0.0:
-            p = F.dropout(p, dropout_p)
-        outs.append(p @ v[:, :, :b])
-        k_prev = keys - U.transpose(-1, -2) @ (bc.unsqueeze(-1) * wc)
-    return torch.cat(outs, dim=2).to(dtype)
-
-
-#: largest [B, H, chunk, keys] forget-gate bias block (elements) of :func:`biased_attention`
-GATE_BLOCK_ELEMENTS = 1 << 25
-
-
-def biased_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    slopes: torch.Tensor | None = None,
-    log_gate_cum: torch.Tensor | None = None,
-    chunk: int = 1024,
-    dropout_p: float = 0.0,
-) -> torch.Tensor:
-    """Causal SDPA with an additive float bias, chunked over queries to bound memory.
-
-    The bias of query i and key j ≤ i is -m_h (i-j) (ALiBi, ``slopes`` [H]) plus
-    c_i - c_j (accumulated forget gate, ``log_gate_cum`` = c [B, H, L], float64).
-    The gate part is formed per chunk [a, b) as (c_i - c_a) + (c_a - c_j), each
-    half rounded to q's dtype, so keys near the chunk keep full precision
-    however large |c| grows at long lengths.
-    """
-    B, H, L, _ = q.shape
-    if log_gate_cum is not None:
-        chunk = max(1, min(chunk, GATE_BLOCK_ELEMENTS // max(1, B * H * L)))
-    outs = []
-    for a in range(0, L, chunk):
-        b = min(a + chunk, L)
-        i = torch.arange(a, b, device=q.device).view(-1, 1)
-        j = torch.arange(0, b, device=q.device).view(1, -1)
-        bias = None
-        if slopes is not None:
-            dist = (i - j).to(q.dtype)
-            bias = -slopes.view(-1, 1, 1).to(q.dtype) * dist  # [H, n, b]
-        if log_gate_cum is not None:
-            ref = log_gate_cum[:, :, a: a + 1]
-            gate = ((log_gate_cum[:, :, a:b] - ref).to(q.dtype).unsqueeze(-1)
-                    + (ref - log_gate_cum[:, :, :b]).to(q.dtype).unsqueeze(-2))  # [B, H, n, b]
-            bias = gate if bias is None else bias + gate
-        bias = bias.masked_fill(j > i, float("-inf"))
-        outs.append(
-            F.scaled_dot_product_attention(
-                q[:, :, a:b], k[:, :, :b], v[:, :, :b], attn_mask=bias, dropout_p=dropout_p
-            )
-        )
-    return torch.cat(outs, dim=2)
-
-
-def alibi_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    slopes: torch.Tensor,
-    chunk: int = 1024,
-    dropout_p: float = 0.0,
-) -> torch.Tensor:
-    """Causal SDPA with ALiBi bias -m_h (i-j), chunked over queries to bound memory."""
-    return biased_attention(q, k, v, slopes=slopes, chunk=chunk, dropout_p=dropout_p)
-
-
-def fox_gate_bias_init(n_head: int) -> torch.Tensor:
-    """Initial forget-gate biases b_h = linspace(3, 6, H): f = sigmoid(b_h) ∈ [0.953, 0.998].
-
-    With w = 0 the bias is -(i-j)·softplus(-b_h), i.e. ALiBi with slopes
-    softplus(-b_h) ≈ 0.049 (b = 3) … 0.0025 (b = 6).
-    """
-    return torch.linspace(3.0, 6.0, n_head) if n_head > 1 else torch.full((1,), 3.0)
 
 
 # ---------------------------------------------------------------------------
@@ -443,6 +130,10 @@ class CausalSelfAttention(nn.Module):
             # raw parameters (not nn.Linear), so GPT._init_weights keeps w = 0, b = 3..6
             self.fox_w = nn.Parameter(torch.zeros(config.n_head, config.n_embd))
             self.fox_b = nn.Parameter(fox_gate_bias_init(config.n_head))
+        self.use_ssmax = spec.log_scale
+        if self.use_ssmax:
+            # raw parameter filled with a constant: draws nothing from the torch stream
+            self.ssmax_s = nn.Parameter(ssmax_scale_init(config.n_head, config.block_size))
 
     # -- transports ---------------------------------------------------------
     def angles(
@@ -546,6 +237,8 @@ class CausalSelfAttention(nn.Module):
                 if self.rotate_v:
                     cos_v, sin_v = _cos_sin(psi_v, torch.float32)
                     v = rotate(v, cos_v, sin_v)
+        if self.use_ssmax:
+            q = ssmax_query(q, self.ssmax_s)
         if self.use_path:
             beta, w = self.householder(x)
             y = path_attention(q, k, v, beta, w, chunk=self.config.path_chunk, dropout_p=dp)

@@ -46,7 +46,8 @@ import torch.nn.functional as F
 
 from stylized.families import SO2Uniform, TokenAngles
 
-from .model import GPT, CausalSelfAttention, _cos_sin, rotate
+from .model import GPT, CausalSelfAttention, _cos_sin, rotate, ssmax_query
+from .path_attention import path_score_chunks
 
 DEFAULT_MULTIPLES = (1, 4, 16, 64)
 WINDOW_EPS = 0.05  # ε of the reported mixing windows W_b(ε)
@@ -58,7 +59,7 @@ WINDOW_EPS = 0.05  # ε of the reported mixing windows W_b(ε)
 def rotated_qkv(
     attn: CausalSelfAttention, h: torch.Tensor, psi: torch.Tensor | None, psi_v: torch.Tensor | None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """q, k, v [B, H, L, d_h] exactly as the module uses them (after its rotations)."""
+    """q, k, v [B, H, L, d_h] exactly as the module uses them (after its rotations and Scalable-Softmax scale)."""
     q, k, v = attn.qkv(h)
     if attn.angle_source is not None:
         cos, sin = _cos_sin(psi, torch.float32)
@@ -66,6 +67,8 @@ def rotated_qkv(
         if attn.rotate_v:
             cos_v, sin_v = _cos_sin(psi_v, torch.float32)
             v = rotate(v, cos_v, sin_v)
+    if getattr(attn, "use_ssmax", False):
+        q = ssmax_query(q, attn.ssmax_s)
     return q, k, v
 
 
@@ -75,8 +78,8 @@ def score_chunks(
     """Yield ``(a, b, s)``: scores ``s_ij = q_iᵀ P_{j→i} k_j/√d_h`` for queries ``a ≤ i < b``, keys ``j < b``.
 
     ``s`` is [B, H, b−a, b] float32 with ``−inf`` above the diagonal; no ALiBi bias.  For PaTH the
-    transported keys come from the module's chunked delta-rule algorithm (same chunk size, the
-    same arithmetic as :func:`~simulations.transformer.model.path_attention`).
+    transported keys come from :func:`~simulations.transformer.path_attention.path_score_chunks`,
+    the same chunks the module's attention reads.
     """
     scale = 1.0 / math.sqrt(q.shape[-1])
     L = q.shape[2]
@@ -92,26 +95,7 @@ def score_chunks(
         return
     beta, w = attn.householder(h)
     q, k, beta, w = (t.float() for t in (q, k, beta, w))
-    B, H, _, d = q.shape
-    k_prev = k.new_zeros(B, H, 0, d)
-    c = attn.config.path_chunk
-    for a in range(0, L, c):
-        b = min(a + c, L)
-        n = b - a
-        qc, kc, wc, bc = q[:, :, a:b], k[:, :, a:b], w[:, :, a:b], beta[:, :, a:b]
-        keys = torch.cat((k_prev, kc), dim=2)
-        ones = torch.ones(n, n, dtype=torch.bool, device=dev)
-        strict, incl = ones.tril(-1), ones.tril()
-        old = torch.ones(n, a, dtype=torch.bool, device=dev)
-        rhs = (wc @ keys.transpose(-1, -2)) * torch.cat((old, strict), dim=1)
-        coup = (wc @ wc.transpose(-1, -2)) * bc.unsqueeze(-2) * strict
-        U = torch.linalg.solve_triangular(torch.eye(n, device=dev) + coup, rhs, upper=False,
-                                          unitriangular=True)
-        G = (qc @ wc.transpose(-1, -2)) * bc.unsqueeze(-2) * incl
-        causal = torch.cat((old, incl), dim=1)
-        s = (qc @ keys.transpose(-1, -2)) * causal - G @ U
-        yield a, b, (s * scale).masked_fill(~causal, float("-inf"))
-        k_prev = keys - U.transpose(-1, -2) @ (bc.unsqueeze(-1) * wc)
+    yield from path_score_chunks(q, k, beta, w, attn.config.path_chunk)
 
 
 def alibi_bias(attn: CausalSelfAttention, a: int, b: int, n_keys: int, device) -> torch.Tensor | float:

@@ -13,16 +13,25 @@ import math
 import os
 import random
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from stylized.results import results_dir as _results_dir
+
 from .data import DEFAULT_MAX_BYTES, TOKENIZERS, Corpus, load_corpus
 from .model import GPT, VARIANTS, GPTConfig
 
-RESULTS_DIR = Path(__file__).resolve().parents[1] / "results" / "transformer"
+
+def results_root() -> Path:
+    """``<results>/transformer`` (:func:`stylized.results.results_dir`: ``--out``, the checkout, or ``./results``)."""
+    return _results_dir() / "transformer"
+
+
+RESULTS_DIR = results_root()  # fixed at import: prefer results_root(), which follows --out
 
 
 @dataclass
@@ -158,7 +167,7 @@ def make_configs(
 
 def checkpoint_path(preset: str, variant: str, seed: int = 0,
                     results_dir: str | os.PathLike | None = None) -> Path:
-    root = Path(results_dir) if results_dir else RESULTS_DIR
+    root = Path(results_dir) if results_dir else results_root()
     name = variant if seed == 0 else f"{variant}-s{seed}"
     return root / "checkpoints" / preset / f"{name}.pt"
 
@@ -301,6 +310,7 @@ def train(
     corpus: Corpus | None = None,
     progress: bool = True,
     device: str | None = None,
+    batch_transform: Callable[[torch.Tensor, torch.Tensor, int], tuple[torch.Tensor, torch.Tensor]] | None = None,
     **overrides,
 ) -> dict:
     """Train ``variant`` under ``preset``; returns a summary with the loss history.
@@ -319,6 +329,10 @@ def train(
         interruption in tests.
     corpus : Corpus, optional
         Pre-loaded corpus (skips loading).
+    batch_transform : callable, optional
+        ``(x, y, step) -> (x, y)`` applied to every batch (e.g. mixing in passkey
+        sequences, :mod:`.passkey`); a pure function of ``step`` keeps resume exact.
+        ``None`` (default) leaves training unchanged.
     """
     mcfg, tcfg, _ = make_configs(variant, preset, steps=steps, seed=seed, data=data, **overrides)
     device = device or default_device()
@@ -365,6 +379,8 @@ def train(
     start_step = step
     while step < tcfg.steps:
         x, y = get_batch(corpus.train, step, tcfg.batch_size, mcfg.block_size, tcfg.seed, device)
+        if batch_transform is not None:
+            x, y = batch_transform(x, y, step)
         loss = train_step(model, model, opt, tcfg, step, x, y, use_amp)
         step += 1
         history.append((step, float(loss.item())))

@@ -42,7 +42,7 @@ def naive_attention(attn: CausalSelfAttention, x, psi=None, psi_v=None) -> torch
     B, L, C = x.shape
     H, d = attn.n_head, attn.head_dim
     q, k, v = (t.double() for t in attn.qkv(x))
-    src, rot_v, use_alibi, use_path, use_fox = VARIANT_SPECS[attn.config.variant]
+    src, rot_v, use_alibi, use_path, use_fox, use_ssmax = VARIANT_SPECS[attn.config.variant]
     if use_path:
         beta, w = (t.double() for t in attn.householder(x))
     if use_fox:  # log f [B, L, H], float64, straight from the definition
@@ -67,6 +67,8 @@ def naive_attention(attn: CausalSelfAttention, x, psi=None, psi_v=None) -> torch
                             wt = w[b_, h, t]
                             P = (eye - beta[b_, h, t] * torch.outer(wt, wt)) @ P
                     s = q[b_, h, i] @ P @ k[b_, h, j] / math.sqrt(d)
+                    if use_ssmax:  # Scalable-Softmax: query × s_h log n_i, n_i = i + 1 visible keys
+                        s = s * attn.ssmax_s[h].double() * math.log(i + 1)
                     if use_alibi:
                         s = s - slopes[h] * (i - j)
                     if use_fox:

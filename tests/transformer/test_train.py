@@ -169,15 +169,3 @@ def test_compare_with_two_workers_matches_one(text_dir, tmp_path):
     two = compare("smoke", ["rope", "random-qk"], results_dir=tmp_path / "b", figure=tmp_path / "b.png", workers=2, **kw)
     assert [r["estimate"] for r in one["rows"]] == [r["estimate"] for r in two["rows"]]
 
-
-def test_bench_smoke(tmp_path, capsys):
-    from simulations.transformer import bench
-
-    out = tmp_path / "bench.json"
-    assert bench.main(["--preset", "smoke", "--variants", "rope,path", "--reps", "1",
-                       "--steps", "1", "--no-eval", "--out", str(out)]) == 0
-    res = json.loads(out.read_text())
-    assert [r["variant"] for r in res["step"]] == ["rope", "path"]
-    assert res["step"][0]["ratio_vs_rope"] == pytest.approx(1.0)
-    d = bench.eval_one("smoke", "alibi", 64)
-    assert d["seconds"] > 0 and d["peak_rss_mb"] > 0

@@ -1,6 +1,6 @@
-"""Benchmark: training-step time of each variant relative to RoPE, and long-context eval cost.
+"""Transformer benchmark (needs torch): training-step time of each variant relative to RoPE, and long-context eval cost.
 
-``python -m simulations.transformer.bench [--preset cpu] [--reps 7] [--eval-len 16384]``
+``python -m benchmarks.transformer [--preset cpu] [--reps 7] [--eval-len 16384]``
 
 * Step time: all variants share the preset's model config and one batch; the
   repetitions are interleaved round-robin (rope, nope, ..., rope, nope, ...)
@@ -29,9 +29,9 @@ from pathlib import Path
 
 import torch
 
-from . import rotation
-from .model import GPT, MAIN_VARIANTS, VARIANT_SPECS
-from .train import RESULTS_DIR, make_configs
+from simulations.transformer import rotation
+from simulations.transformer.model import GPT, MAIN_VARIANTS, VARIANT_SPECS
+from simulations.transformer.train import RESULTS_DIR, make_configs
 
 CHEAP = tuple(v for v in MAIN_VARIANTS if v != "path")
 
@@ -107,7 +107,7 @@ def eval_one(preset: str, variant: str, length: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m simulations.transformer.bench")
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.transformer")
     ap.add_argument("--preset", default="cpu")
     ap.add_argument("--variants", default=",".join(MAIN_VARIANTS))
     ap.add_argument("--reps", type=int, default=7)
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'variant':<18}{'seconds':>9}{'peak RSS MB':>13}{'growth MB':>11}")
         for v in [v for v in variants if v in CHEAP]:
             r = subprocess.run(
-                [sys.executable, "-m", "simulations.transformer.bench", "--preset", args.preset,
+                [sys.executable, "-m", "benchmarks.transformer", "--preset", args.preset,
                  "--eval-len", str(args.eval_len), "--_eval-child", v]
                 + (["--threads", str(args.threads)] if args.threads else []),
                 capture_output=True, text=True, check=True,

@@ -1,12 +1,11 @@
-"""``stylized bench``: each hot kernel against its vectorised NumPy twin (and dense brute force), side by side.
+"""``stylized bench`` (``python -m benchmarks``): each hot kernel against its vectorised NumPy twin (and dense brute force), side by side.
 
 Every row: ``name``, ``kind`` (``kernel`` | ``sampler`` | ``end-to-end``), ``baseline`` (what it is
 compared with), ``seconds`` and ``baseline_seconds`` (medians of ``repeat`` repetitions, ours and
 the baseline alternating so both see the same machine load), ``ratio = baseline/ours`` and
 ``peak_mib`` (peak traced allocation of one run of ours: :mod:`tracemalloc` sees NumPy and
-Python allocations, not Numba-internal temporaries).  Rows of other modules are collected
-from ``stylized.scores``, ``stylized.farmass`` and ``stylized.values`` (``bench_rows(repeat)``)
-when they exist.  JIT compilation happens before timing.
+Python allocations, not Numba-internal temporaries).  The kernel rows are :mod:`benchmarks.kernels`;
+rows of other modules are collected from :data:`OTHER_MODULES` (``bench_rows(repeat)``) when they exist.  JIT compilation happens before timing.
 
 Goals of issue 8 on the 2-core CPU are attached to the rows they concern (``goal``, ``goal_met``).
 The end-to-end SO(2) sweep row (baseline ≈ 10 s) uses at most 2 repetitions.
@@ -20,7 +19,7 @@ True
 
 from __future__ import annotations
 
-import argparse
+import importlib
 import json
 import os
 import platform
@@ -33,9 +32,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["main", "collect_rows", "machine", "timed_pair"]
+__all__ = ["main", "collect_rows", "machine", "timed_pair", "row", "OTHER_MODULES"]
 
-OTHER_MODULES = ("scores", "farmass", "values")
+OTHER_MODULES = ("benchmarks.scores", "stylized.lse")
+"""Modules whose ``bench_rows(repeat)`` add rows (``stylized.lse`` until its rows move here)."""
 
 
 def machine() -> dict:
@@ -82,89 +82,12 @@ def timed_pair(ours: Callable[[], object], base: Callable[[], object], repeat: i
     return float(np.median(t_o)), float(np.median(t_b))
 
 
-def _row(name: str, kind: str, baseline: str, ours, base, repeat: int, goal: str | None = None,
+def row(name: str, kind: str, baseline: str, ours, base, repeat: int, goal: str | None = None,
          met: Callable[[float, float], bool] | None = None) -> dict:
     s, b = timed_pair(ours, base, repeat)
     return {"name": name, "kind": kind, "baseline": baseline, "seconds": s, "baseline_seconds": b,
             "ratio": b / s if s > 0 else None, "peak_mib": round(_peak_mib(ours), 2), "goal": goal,
             "goal_met": None if met is None else bool(met(s, b))}
-
-
-def _own_rows(repeat: int, small: bool) -> list[dict]:
-    from .counter_rng import normals
-    from .families import make_family, uniform_sphere
-    from .kernels import (
-        householder_overlaps_numba,
-        householder_overlaps_numpy,
-        householder_queries_numba,
-        householder_queries_numpy,
-        householder_route,
-        householder_route_numpy,
-        so2_scores_numba,
-        so2_scores_numpy,
-    )
-    from .sampling import sample_far_route, sample_far_route_dense
-
-    rng = np.random.default_rng(0)
-    L, d = (2048, 16) if small else (65_536, 64)
-    q = np.full(d, 1.0 / np.sqrt(d))
-    U, U32 = np.empty((L, d)), np.empty((L, d), dtype=np.float32)
-    rows = [_row(f"householder route u_j = P_(j→i)ᵀq, L={L}, d={d}, incl. draws, into a reused out (Numba, 2 segments)",
-                 "kernel", "NumPy: uniform_sphere draws (PCG64) + NumPy rank-one loop",
-                 lambda: householder_route(q, L, seed=1, out=U), lambda: householder_route_numpy(q, L, 1), repeat,
-                 goal="≤ 10 ms including the draws", met=lambda s, b: s <= 0.010),
-            _row(f"householder route, L={L}, d={d}, incl. draws, float32 out (half the memory traffic)", "kernel",
-                 "NumPy: uniform_sphere draws (PCG64) + NumPy rank-one loop",
-                 lambda: householder_route(q, L, seed=1, out=U32), lambda: householder_route_numpy(q, L, 1), repeat)]
-    w = uniform_sphere(rng, (L,), d)
-    rows.append(_row(f"householder route on pre-drawn w, L={L}, d={d} (Numba)", "kernel", "NumPy rank-one loop",
-                     lambda: householder_queries_numba(w, q), lambda: householder_queries_numpy(w, q), repeat))
-    gdraw = np.random.Generator(np.random.SFC64(2))
-    rows.append(_row(f"draws alone: {L}×{d} standard normals, counter-based Box–Muller (Numba SIMD)", "sampler",
-                     "NumPy Generator(SFC64).standard_normal (ziggurat)", lambda: normals(3, L * d),
-                     lambda: gdraw.standard_normal(L * d), repeat))
-    th = rng.uniform(-1, 1, (L, d // 2))
-    dot, cross = rng.standard_normal((2, L, d // 2))
-    rows.append(_row(f"SO(2) scores qᵀP_(j→i)k_j, one trial, L={L}, d={d} (Numba)", "kernel",
-                     "NumPy: route_angles + cos/sin", lambda: so2_scores_numba(th, dot, cross),
-                     lambda: so2_scores_numpy(th, dot, cross), repeat))
-    rows.append(_so2_sweep_row(small, repeat))
-    T, N, dh = (64, 20, 16) if small else (2000, 100, 64)
-    ww = uniform_sphere(rng, (T, N), dh)
-    qh = np.full(dh, 1.0 / np.sqrt(dh))
-    ns = np.array([0, 1, 5, N // 2, N])
-    rows.append(_row(f"householder overlaps qᵀP_n q, {T} trials × n≤{N}, d={dh} (Numba prange)", "kernel",
-                     "NumPy: batched rank-one updates", lambda: householder_overlaps_numba(ww, qh, ns),
-                     lambda: householder_overlaps_numpy(ww, qh, ns), repeat))
-    fam = make_family("lazy-haar", d=8 if small else 64, p=0.5)
-    n, size = (4, 8) if small else (32, 32)
-    rows.append(_row(f"far-route P_n q, lazy-haar p=0.5, d={fam.d}, n={n}, {size} draws (exact law)", "sampler",
-                     "dense: scipy ortho_group Haar matrices + products",
-                     lambda: sample_far_route(fam, n, size, 3), lambda: sample_far_route_dense(fam, n, size, 3),
-                     repeat, goal="≥ 100× dense", met=lambda s, b: b / s >= 100))
-    return rows
-
-
-def _so2_sweep_row(small: bool, repeat: int) -> dict:
-    """The SO(2) score sweep end to end (draws + scores + far log-sum-exp) for 100 trials at d=64, L=65,536."""
-    from .families import make_family
-    from .kernels import so2_context_sampled
-    from .scores import so2_context_inputs, so2_context_numba
-
-    T, L, d = (10, 4096, 16) if small else (100, 65_536, 64)
-    fam = make_family("rope-random", d)
-    q = np.full(d, 1.0 / np.sqrt(d))
-
-    def ours():
-        return so2_context_sampled(fam, L, T, 0, q, 8.0, 16, 3)
-
-    def base():  # the previous pipeline: NumPy draws in chunks of 4 trials, then the Numba sweep kernel
-        rng = np.random.default_rng(0)
-        return [so2_context_numba(*so2_context_inputs(fam, L, 4, rng, q, 3), 8.0, 16) for _ in range(T // 4)]
-
-    return _row(f"SO(2) score sweep end to end incl. draws, {T} trials, d={d}, L={L} (fused counter-RNG kernel)",
-                "end-to-end", "NumPy draws (so2_context_inputs) + Numba so2_context kernel", ours, base,
-                min(repeat, 2), goal="≤ 1.5 s including the draws", met=lambda s, b: s <= 1.5)
 
 
 def _check_all_row() -> dict:
@@ -186,14 +109,16 @@ def collect_rows(repeat: int = 5, small: bool = False, with_check_all: bool = Fa
     """All benchmark rows plus the machine and which other modules' rows were missing."""
     if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
         raise ValueError(f"repeat must be an integer ≥ 1, got {repeat!r}")
-    rows = _own_rows(repeat, small)
+    from .kernels import kernel_rows
+
+    rows = kernel_rows(repeat, small)
     missing = []
     for mod in OTHER_MODULES:
         try:
-            m = __import__(f"stylized.{mod}", fromlist=["bench_rows"])
+            m = importlib.import_module(mod)
             rows += [{"goal": None, "goal_met": None, **r} for r in m.bench_rows(repeat)]
         except (ImportError, AttributeError) as e:
-            missing.append(f"stylized.{mod}.bench_rows ({type(e).__name__})")
+            missing.append(f"{mod}.bench_rows ({type(e).__name__})")
     if with_check_all:
         rows.append(_check_all_row())
     return {"machine": machine(), "repeat": repeat, "small": small, "rows": rows, "missing": missing}
@@ -225,12 +150,3 @@ def main(repeat: int = 5, as_json: bool = False, with_check_all: bool = False, s
         print("\nnot available: " + ", ".join(res["missing"]))
     return 0
 
-
-if __name__ == "__main__":
-    ap = argparse.ArgumentParser(prog="python -m stylized.bench")
-    ap.add_argument("--json", action="store_true")
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--with-check-all", action="store_true")
-    ap.add_argument("--small", action="store_true")
-    a = ap.parse_args()
-    sys.exit(main(a.repeat, a.json, a.with_check_all, a.small))

@@ -1,0 +1,365 @@
+"""C3 (issue 17) — far retrieval by content: a passkey ``k = q`` at route length ``n`` among ``M`` random keys.
+
+One context per trial: the query ``q`` (equal energy) at ``i``; ``M + 1`` keys at route lengths ``0 … M``; the
+passkey (a key equal to the query) at route length ``n`` for every ``n`` in ``--n`` (``≤ M``), the other ``M``
+keys uniform on ``S^{d−1}`` (their content scores are Haar coordinates ``ξ_j`` exactly, for any transport).  The
+passkey's score ``s_n = qᵀP_n q`` is transported along one real route per trial
+(:func:`stylized.score_chains.score_chains`: SO(2) rotations or Householder reflections, no shortcut).  Rows
+(column ``kind``), all against closed forms of :mod:`stylized.retrieval`:
+
+* ``score``: ``E[λ s_n]`` (t-interval) vs ``λ qᵀE[M]ⁿq = λ Σ_b |q_b|² Re χ_bⁿ``; ``floor`` is the part carried
+  by the non-mixing planes (``W_b(ε) > M + 1``).
+* ``rank1`` (``control`` empty): ``P(s_n > max_j ξ_j)``, the passkey holds the top content score (exact
+  Clopper–Pearson interval) vs ``E[F_H(s_n)^M]`` from the exact law of ``s_n``.  Chance is the rate of the
+  post-mixing law (``mixed_rank1``): ``1/(M+1)`` for O(d) families (the passkey's law is then the haystack's),
+  ``E[F_H(Σ_b a_b cos U_b)^M]`` for SO(2) blocks (uniform phases: the variance ``1/d`` of a Haar coordinate, another
+  shape).  Householder: the chain's quadrature rule is too coarse for ``F_H^M``; its rows before ``3W(0.01)`` are
+  reported with ``in_verdict = false`` (after it, the Haar law).
+* ``rank1`` (``control`` alibi / forget-gate): the passkey holds the top *logit* under the decaying control,
+  ``E[Π_{j≠n} F_H(s_n + (j − n)a)]``, ``a = ln(1/r)/λ`` (:func:`stylized.retrieval.top_logit_probability`): exactly
+  0 once ``n ≥ 2/a`` (ALiBi: ``n ≥ 2λ/m``), whatever the content.  (Log-scaling rescales every logit: the order, and
+  so this rate, is the content rank's.)
+* ``weight``: the passkey's softmax weight ``E[α_n]`` (t-interval) per far-mass control (``none``, ``alibi``
+  ``e^{−mj}``, ``forget-gate`` constant gate ``σ(g)^j``, ``log-scaling`` ``κ = ln(M+1)/ln L_train``) vs the
+  Laplace form ``∫ E[Y e^{−σY}] E[e^{−σF}] dσ``.
+
+The t-intervals of the means (``score``, ``weight``) are trusted only where the data are not too skewed for the
+joint level: past the window ``α_n`` is heavy-tailed (rare contexts where the passkey scores high carry the mean).
+A mean's row enters the verdict when the first Edgeworth term of its t-statistic moves the tail at the Bonferroni
+quantile ``z`` by at most 50%: ``|γ₁|(2z²+1)φ(z)/(6√T(1−Φ(z))) ≤ ½``, ``γ₁`` the predicted skewness from the
+closed-form moments (``E[s_n^k]`` from the law, ``E[α^k]`` from :func:`stylized.retrieval.weight_moments`); the
+other rows are reported with ``in_verdict = false`` and the reason.
+
+Verdict at a joint 95% level (Bonferroni over every in-verdict row): each theory value lies in its row's joint
+interval; for every family whose planes all mix inside the context the rank-1 rate at ``n ≥ 3W(0.01)`` is at
+chance (joint interval contains ``mixed_rank1``); for every family with non-mixing planes (``W_b(ε) > M + 1``)
+the rank-1 rate at the largest ``n`` stays above chance (joint interval above ``max(1/(M+1), mixed_rank1)``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from stylized.estimators import bonferroni_level, mean_ci, proportion_ci
+from stylized.families import RopeRandom, SO2Uniform, make_family
+from stylized.montecarlo import check_positive_int
+from stylized.registry import Check, Mutant, Option, headline, int_list, register, str_list
+from stylized.retrieval import (
+    CONTROLS,
+    RetrievalControl,
+    chance,
+    expected_score,
+    haystack_log_laplace,
+    mixed_law,
+    nonmixing_floor,
+    nonmixing_share,
+    passkey_law,
+    rank_one_probability,
+    skewness,
+    top_logit_probability,
+    weight_moments,
+)
+from stylized.sampling import equal_energy_query, haar_coordinates
+from stylized.score_chains import score_chains
+
+from ._common import family_options
+from ._far_retrieval_plot import plot
+
+NAME = "far-retrieval"
+CHUNK = 8  # trials per chain call (memory 2·CHUNK·(M+1) floats)
+LEVEL = 0.95
+EDGEWORTH_MAX = 0.5  # admit a mean's t-interval when its first Edgeworth term moves the tail by ≤ 50%
+
+
+# -- the model and the theory, looked up at run time (mutants replace them) ----------------------------
+def model_family(family):
+    """The step family the simulation runs (the family itself)."""
+    return family
+
+
+def passkey_chains(family, N: int, size: int, seed, q: np.ndarray, backend: str) -> np.ndarray:
+    """``(size, N)`` passkey scores ``qᵀP_n q`` along real routes."""
+    return score_chains(family, N, size, seed, q, q, backend)
+
+
+def model_control(control: RetrievalControl) -> RetrievalControl:
+    """The control the simulation applies (the control itself)."""
+    return control
+
+
+def score_theory(family, q, n, lam, M, L_train):
+    """``λ qᵀE[M]ⁿq`` (closed form; ``M``, ``L_train`` unused: the window does not depend on the context)."""
+    return expected_score(family, q, n, lam)
+
+
+@functools.lru_cache(maxsize=512)
+def _haystack(control: RetrievalControl, lam: float, d: int, M: int):
+    return haystack_log_laplace(control, lam, d, M)
+
+
+@functools.lru_cache(maxsize=64)
+def _mixed_rate(fam, M: int) -> float:
+    return rank_one_probability(*mixed_law(fam, equal_energy_query(fam.d)), fam.d, M)
+
+
+@functools.lru_cache(maxsize=1024)
+def _law_theory(fam, n: int, M: int, lam: float, ctrl: tuple, mixed: bool):
+    """Rank-1 probability and weight moments per control from the exact law of ``s_n`` (pure: cached across seeds)."""
+    q = equal_energy_query(fam.d)
+    pts, wts = mixed_law(fam, q) if mixed else passkey_law(fam, q, n)
+    moments = [weight_moments(pts, wts, n, c, lam, M, _haystack(c, lam, fam.d, M)) for c in ctrl]
+    tops = [top_logit_probability(pts, wts, fam.d, M, n, c, lam) if c.r is not None else None for c in ctrl]
+    raw = [float(wts @ pts**k) for k in (1, 2, 3)]
+    return rank_one_probability(pts, wts, fam.d, M), moments, skewness(np.array(raw)), tops
+
+
+# -- simulation -------------------------------------------------------------------------------------------
+def _best_other(v: np.ndarray, nidx: np.ndarray) -> np.ndarray:
+    """``(m, len(nidx))``: per row of ``v``, the largest entry outside column ``n`` for each ``n`` in ``nidx``."""
+    m = v.shape[0]
+    top = np.argmax(v, axis=1)
+    x1 = v[np.arange(m), top]
+    v2 = v.copy()
+    v2[np.arange(m), top] = -np.inf
+    x2 = v2.max(axis=1)
+    return np.where(top[:, None] == nidx[None, :], x2[:, None], x1[:, None])
+
+
+def _simulate(fam, q, ns, M, lam, controls, T, seed, backend):
+    """Per trial: passkey scores at ``ns``; whether the passkey holds the top content score (rank 1) and the top
+    logit under each decaying control; the passkey's softmax weight under each control."""
+    sim_fam = model_family(fam)
+    sim_ctrl = [model_control(c) for c in controls]
+    nidx = np.asarray(ns)
+    s_out = np.empty((T, nidx.size))
+    r_out = np.empty((len(controls) + 1, T, nidx.size), bool)  # [0]: content; [1 + k]: top logit under control k
+    w_out = np.empty((len(controls), T, nidx.size))
+    j = np.arange(M + 1)
+    logc = [c.log_factor(j) for c in sim_ctrl]
+    kap = [c.kappa(M) for c in sim_ctrl]
+    for c, s0 in enumerate(range(0, T, CHUNK)):
+        m = min(CHUNK, T - s0)
+        s = passkey_chains(sim_fam, int(nidx.max()) + 1, m, np.random.SeedSequence([*seed, c]), q, backend)[:, nidx]
+        xi = haar_coordinates(np.random.default_rng(np.random.SeedSequence([*seed, c, 1])), (m, M + 1), fam.d)
+        s_out[s0:s0 + m] = s
+        r_out[0, s0:s0 + m] = s > _best_other(xi, nidx)
+        for k, (lc, kp) in enumerate(zip(logc, kap)):
+            lk = kp * lam
+            logits = lk * xi + lc[None, :]
+            r_out[1 + k, s0:s0 + m] = lk * s + lc[nidx][None, :] > _best_other(logits, nidx)
+            terms = np.exp(logits - lk)  # shifted by the largest logit κλ: no overflow
+            z_excl = terms.sum(axis=1)[:, None] - terms[:, nidx]
+            lp = lk * (s - 1.0) + lc[nidx][None, :]
+            with np.errstate(over="ignore", divide="ignore"):
+                w_out[k, s0:s0 + m] = 1.0 / (1.0 + np.exp(np.log(np.clip(z_excl, 1e-300, None)) - lp))
+    return s_out, r_out, w_out
+
+
+def _validate(params: dict):
+    names = params["family"]
+    names = [names] if isinstance(names, str) else list(names)
+    if not names:
+        raise ValueError("family must name at least one step family")
+    lam = params["lam"]
+    if not (isinstance(lam, (int, float)) and math.isfinite(lam) and lam > 0):
+        raise ValueError(f"lam (λ) must be a finite number > 0, got {lam!r}")
+    M = check_positive_int("M", params["M"], 2)
+    ns = sorted(set(params["n"]))
+    if not ns or ns[0] < 1 or ns[-1] > M:
+        raise ValueError(f"n must be route lengths in [1, M] = [1, {M}], got {params['n']!r}")
+    controls = list(dict.fromkeys(params["control"]))
+    if not controls or any(c not in CONTROLS for c in controls):
+        raise ValueError(f"control must be a list of {', '.join(CONTROLS)}; got {params['control']!r}")
+    if not 0 < params["eps"] < 1:
+        raise ValueError(f"eps must lie in (0, 1), got {params['eps']!r}")
+    T = check_positive_int("trials", params["trials"], 10)
+    ctrl = [RetrievalControl(c, m=float(params["m"]), gate=float(params["gate"]), L_train=params["L_train"])
+            for c in controls]
+    fams = [make_family(n, params["d"], omega=params["omega"], base=params["base"]) for n in names]
+    for f in fams:
+        if f.kind not in ("so2", "householder") or not isinstance(f, SO2Uniform) and f.kind == "so2":
+            raise ValueError(f"family must be so2-uniform, rope-random or householder; got {f.name!r}")
+    return fams, float(lam), M, ns, ctrl, T
+
+
+def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict:
+    fams, lam, M, ns, ctrl, T = _validate(params)
+    eps = float(params["eps"])
+    rows, fam_info = [], []
+    for f_idx, fam in enumerate(fams):
+        q = equal_energy_query(fam.d)
+        s, r, w = _simulate(fam, q, ns, M, lam, ctrl, T, [seed, f_idx], backend)
+        share, n_slow = nonmixing_share(fam, q, M + 1, eps)
+        W = fam.mixing_window(0.01) if share == 0 else math.inf
+        base = {"family": fam.name, "d": fam.d, "M": M}
+        floor_rate = _mixed_rate(fam, M)  # chance: the post-mixing law's rate
+        fam_info.append({**base, "nonmixing_share": share, "nonmixing_planes": n_slow, "W": W,
+                         "planes": fam.n_planes if fam.kind == "so2" else None, "mixed_rank1": floor_rate})
+        for i, n in enumerate(ns):
+            mixed = n >= 3 * W
+            p1, moments, g_s, tops = _law_theory(fam, n, M, lam, tuple(ctrl), bool(mixed and fam.kind == "householder"))
+            rows.append({"kind": "score", **base, "n": n, "control": None, "_x": lam * s[:, i],
+                         "theory": float(score_theory(fam, q, n, lam, M, params["L_train"])),
+                         "theory_kind": "closed form", "floor": float(nonmixing_floor(fam, q, n, M + 1, lam, eps)),
+                         "skewness": g_s, "in_verdict": True})
+            exact = fam.kind == "so2" or mixed
+            rows.append({"kind": "rank1", **base, "n": n, "control": None, "_k": int(r[0, :, i].sum()), "theory": p1,
+                         "theory_kind": "closed form" if exact else "approximation (chain quadrature)",
+                         "chance": chance(M), "mixed_rank1": floor_rate, "mixed": bool(mixed),
+                         "in_verdict": bool(exact)})
+            for k, c in enumerate(ctrl):
+                if tops[k] is not None:  # the passkey holds the top logit under a decaying control
+                    rows.append({"kind": "rank1", **base, "n": n, "control": c.name, "_k": int(r[1 + k, :, i].sum()),
+                                 "theory": tops[k], "theory_kind": rows[-1]["theory_kind"], "chance": chance(M),
+                                 "mixed": bool(mixed), "in_verdict": bool(exact)})
+            for k, c in enumerate(ctrl):
+                mom = moments[k]
+                g1 = skewness(mom)
+                x = w[k, :, i]
+                rows.append({"kind": "weight", **base, "n": n, "control": c.name, "_x": x, "theory": float(mom[0]),
+                             "theory_kind": "closed form", "chance": chance(M), "skewness": g1,
+                             "in_verdict": bool(mom[0] > 1e-12 or x.max() > 1e-12),
+                             "why_not_in_verdict": None if mom[0] > 1e-12 or x.max() > 1e-12 else
+                             "weight below 1e-12 (theory and every sample)"})
+    return _verdict(rows, fam_info, ns, M, lam, T)
+
+
+def _admit_means(rows, T) -> None:
+    """Keep a mean's row in the verdict only where the t-interval is trustworthy at the joint level: the first
+    Edgeworth term of the t-statistic, ``|γ₁|(2z² + 1)/(6√T)·φ(z)``, is at most ``EDGEWORTH_MAX`` of the nominal tail
+    ``1 − Φ(z)`` (``γ₁`` the predicted skewness, ``z`` the Bonferroni quantile over every candidate row)."""
+    from scipy import stats
+
+    z = float(stats.norm.isf((1 - LEVEL) / (2 * max(1, sum(r["in_verdict"] for r in rows)))))
+    rel = (2 * z * z + 1) / (6 * math.sqrt(T)) * stats.norm.pdf(z) / stats.norm.sf(z)
+    for r in rows:
+        if r["kind"] != "rank1" and r["in_verdict"] and abs(r["skewness"]) * rel > EDGEWORTH_MAX:
+            r["in_verdict"] = False
+            r["why_not_in_verdict"] = (f"predicted skewness {r['skewness']:.3g}: the t-interval's tail at the joint "
+                                       f"level is off by > {EDGEWORTH_MAX:.0%} (needs |γ₁| ≤ {EDGEWORTH_MAX / rel:.3g})")
+
+
+def _verdict(rows, fam_info, ns, M, lam, T) -> dict:
+    _admit_means(rows, T)
+    m = sum(r["in_verdict"] for r in rows)
+    lvl = bonferroni_level(LEVEL, m)
+    for r in rows:
+        if r["kind"] == "rank1":
+            k = r.pop("_k")
+            e = proportion_ci(k, T, method="clopper-pearson")
+            j = proportion_ci(k, T, level=lvl, method="clopper-pearson")
+        else:
+            x = r.pop("_x")
+            e, j = mean_ci(x), mean_ci(x, level=lvl)
+        r.update(e.as_row(), joint_low=j.ci_low, joint_high=j.ci_high, joint_level=lvl)
+        r["within_joint_ci"] = bool(j.contains(r["theory"], tol=1e-12))
+    bad = [r for r in rows if r["in_verdict"] and not r["within_joint_ci"]]
+    chance_rows, persist_rows = [], []
+    for f in fam_info:
+        rk = [r for r in rows if r["kind"] == "rank1" and r["family"] == f["family"] and r["control"] is None]
+        if f["nonmixing_share"] == 0:
+            for r in rk:
+                if r["mixed"]:
+                    r["at_chance"] = bool(r["joint_low"] <= r["mixed_rank1"] <= r["joint_high"])
+                    chance_rows.append(r)
+        else:
+            r = rk[-1]
+            r["above_chance"] = bool(r["joint_low"] > max(r["chance"], r["mixed_rank1"]))
+            persist_rows.append(r)
+    chance_ok = all(r["at_chance"] for r in chance_rows)
+    persist_ok = all(r["above_chance"] for r in persist_rows)
+    holds = not bad and chance_ok and persist_ok
+    by = {(r["kind"], r["family"], r["n"], r["control"]): r for r in rows}
+    n_hi = ns[-1]
+    parts = []
+    for f in fam_info:
+        sc, rk = by[("score", f["family"], n_hi, None)], by[("rank1", f["family"], n_hi, None)]
+        parts.append(f"{f['family']} (non-mixing share {f['nonmixing_share']:.3g}, {f['nonmixing_planes']} planes): "
+                     f"score {sc['estimate']:.3g} (theory {sc['theory']:.3g}, floor {sc['floor']:.3g}), P(rank 1) "
+                     f"{rk['estimate']:.3g} [{rk['ci_low']:.3g}, {rk['ci_high']:.3g}] (theory {rk['theory']:.3g})")
+    ctl = [r for r in rows if r["kind"] == "weight" and r["family"] == fam_info[0]["family"] and r["n"] == ns[0]]
+    verdict = (f"d={fam_info[0]['d']}, λ={lam:g}, M={M:,} random keys, {T} contexts; at n={n_hi:,}: " + "; ".join(parts)
+               + f"; chance 1/(M+1) = {chance(M):.3g}. Passkey weight at n={ns[0]} ({fam_info[0]['family']}): "
+               + ", ".join(f"{r['control']} {r['estimate']:.3g} (theory {r['theory']:.3g})" for r in ctl)
+               + f". Joint {LEVEL:.0%} over {m} rows: theory inside every interval: "
+               + ("yes" if not bad else "NO (" + ", ".join(f"{r['kind']} {r['family']} n={r['n']} {r['control'] or ''}"
+                                                           for r in bad[:6]) + ")")
+               + f"; mixing families at chance past 3W: {'yes' if chance_ok else 'NO'}; non-mixing planes keep "
+               f"retrieval above chance: {'yes' if persist_ok else 'NO'}.")
+    h = persist_rows[0] if persist_rows else by[("rank1", fam_info[0]["family"], n_hi, None)]
+    return {"holds": bool(holds), "rows": rows, "families": fam_info, "joint_level": lvl, "tests": m,
+            "failed": [{k: r[k] for k in ("kind", "family", "n", "control")} for r in bad],
+            "headline": headline(f"P(passkey outranks all M={M:,} random keys), {h['family']} d={h['d']}, n={h['n']:,}",
+                                 h, verdict, theory_kind=h["theory_kind"])}
+
+
+# -- mutants ---------------------------------------------------------------------------------------------
+def _all_planes_mix(family):
+    """Model mutant: the non-mixing planes removed (every slow plane's ω_b raised to 1)."""
+    if isinstance(family, RopeRandom):
+        return SO2Uniform(d=family.d, omega=tuple(np.maximum(family.omegas, 1.0)))
+    return family
+
+
+def _static(family, N, size, seed, q, backend):
+    return np.full((size, N), float(q @ q))
+
+
+def _no_control(control: RetrievalControl) -> RetrievalControl:
+    return RetrievalControl("none", L_train=control.L_train) if control.name in ("alibi", "forget-gate") else control
+
+
+def _window_prop_L(family, q, n, lam, M, L_train):
+    return expected_score(family, q, n, lam, exponent=np.asarray(n, float) * L_train / (M + 1))
+
+
+def _patch(name, new):
+    def make():
+        from unittest import mock
+
+        return mock.patch(f"{__name__}.{name}", new)
+    return make
+
+
+MUTANTS = (
+    Mutant("no-transport", "model: static keys, P_n = I (the passkey keeps s = 1 at every n)",
+           _patch("passkey_chains", _static)),
+    Mutant("every-plane-mixing", "model: rope-random's non-mixing planes removed (ω_b raised to 1 in every plane)",
+           _patch("model_family", _all_planes_mix)),
+    Mutant("chi-plus-3pct", "theory: χ_b 3% too large (clipped to |χ_b| ≤ 1) in λ qᵀE[M]ⁿq",
+           _patch("score_theory", lambda f, q, n, lam, M, Lt: expected_score(f, q, n, lam, chi_scale=1.03))),
+    Mutant("control-removed", "model: ALiBi and the forget gate dropped from the simulated logits",
+           _patch("model_control", _no_control)),
+    Mutant("window-prop-L", "theory: a window ∝ L, χ_b^{n·L_train/(M+1)}", _patch("score_theory", _window_prop_L)),
+)
+
+CHECK = register(Check(
+    name=NAME,
+    claim="C3",
+    statement="A passkey (a key equal to the query) at route length n among M random keys: its mean score follows "
+              "λ qᵀE[M]ⁿq, its rank-1 rate and softmax weight follow their closed forms from the exact law of "
+              "qᵀP_n q; retrieval falls to chance past the window when every plane mixes and persists through "
+              "non-mixing planes (rope-random); ALiBi and the forget gate suppress it by c(n) = e^{−mn}, σ(g)ⁿ.",
+    options=(Option("family", ["rope-random", "so2-uniform", "householder"],
+                    "step families (comma list of so2-uniform, rope-random, householder)", str_list),)
+    + family_options(d_default=64)[1:2] + family_options()[2:3] + family_options()[5:] + (
+        Option("lam", 10.0, "logit scale λ > 0", float),
+        Option("M", 65536, "random keys in the context (route lengths 0 … M, passkey excluded)", int),
+        Option("n", [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536], "passkey route lengths n ≤ M (comma list)", int_list),
+        Option("trials", 128, "contexts per family", int),
+        Option("control", list(CONTROLS), f"far-mass controls (comma list of {', '.join(CONTROLS)})", str_list),
+        Option("m", 1 / 16, "ALiBi slope m > 0", float),
+        Option("gate", 4.0, "forget-gate logit g (constant gate σ(g) per token)", float),
+        Option("L_train", 512, "log-scaling training length (logits × ln(M+1)/ln L_train)", int),
+        Option("eps", 0.05, "correlation level ε of the per-plane windows W_b(ε) (non-mixing: W_b > M+1)", float),
+    ),
+    run=run,
+    plot=plot,
+    module="simulations.far_retrieval",
+    extra={"order": 2},
+    mutants=MUTANTS,
+    reduced={"d": 16, "M": 4096, "n": [1, 4, 16, 64, 256, 1024, 4096], "trials": 300},
+))

@@ -1,0 +1,227 @@
+"""The bridge, end to end: predict every checkpoint's far mass from L ≤ L_train, compare, map to perplexity.
+
+:func:`run_bridge` (``stylized transformer bridge --preset cpu``):
+
+1. every evaluated checkpoint (variant, seed) of the preset: the inputs of :mod:`.bridge_predict` on
+   ``n_heldout`` held-out windows of length ``L_train`` (none overlapping the comparison windows), and
+   the predicted ρ̂_D(L) per layer and head at the C6 multiples with its window-bootstrap interval;
+2. for seed 0 of every variant, the measured ρ_D(L) at the last queries of ``n_compare`` comparison
+   windows of every length (the only measurement beyond ``L_train``, used for the comparison alone),
+   and the held-out bound check ``ρ_D ≥ M/(M + K e^{2λ})`` with λ from the held-out windows;
+3. the perplexity law of :mod:`.bridge_ppl`, leave-one-variant-out, and its verdict;
+4. the combined-variant table of :mod:`.bridge_combined`.
+
+Predictions and measurements are cached in the result JSON, keyed by the checkpoint's weights digest
+and the settings, so a rerun only computes what changed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import t as student_t
+
+from . import bridge_combined as bc
+from . import bridge_ppl as bppl
+from . import bridge_predict as bpred
+from .model import MAIN_VARIANTS
+
+__all__ = ["BRIDGE_VARIANTS", "SETTINGS", "run_bridge", "checkpoint_entries", "output_root"]
+
+#: every variant the bridge reads (main comparison and far-mass controls)
+BRIDGE_VARIANTS = tuple(dict.fromkeys(MAIN_VARIANTS + bc.CONTROLS))
+#: predictor / comparison settings (the cache key)
+SETTINGS = {"D_fraction": 4, "n_heldout": 48, "keys_per_query": 8, "n_compare": 4, "n_last": 4, "n_boot": 1000,
+            "seed": 0}
+
+
+def checkpoint_entries(root: Path, preset: str, seeds=(0, 1, 2)) -> list[tuple[str, int, Path]]:
+    """(variant, seed, checkpoint) for every checkpoint with an evaluation cache."""
+    from .evaluate import eval_cache_path
+    from .train import checkpoint_path
+
+    out = []
+    for v in BRIDGE_VARIANTS:
+        for s in seeds:
+            ck = checkpoint_path(preset, v, s, root)
+            if ck.exists() and eval_cache_path(ck).exists():
+                out.append((v, s, ck))
+    return out
+
+
+def _cache_valid(path: Path, model) -> bool:
+    """The evaluation cache of ``path`` belongs to these weights."""
+    from .evaluate import eval_cache_path, weights_digest
+
+    key = json.loads(eval_cache_path(path).read_text()).get("key", {})
+    return key.get("weights") == weights_digest(model)
+
+
+def _ratios(path: Path, metric: str = "target") -> tuple[list[int], np.ndarray]:
+    from .evaluate import load_window_losses
+
+    w = load_window_losses(path)
+    ms = sorted(w)
+    return ms, np.array([float(np.mean(w[m][metric] - w[1][metric])) for m in ms])
+
+
+def output_root(results_dir, preset: str) -> Path:
+    """The results folder: the committed one for the cpu preset, ``runs/<preset>/`` otherwise (as ``compare``)."""
+    from .train import results_root
+
+    if results_dir:
+        return Path(results_dir)
+    return results_root() if preset == "cpu" else results_root() / "runs" / preset
+
+
+def run_bridge(preset: str = "cpu", *, results_dir=None, figure=None, reuse: bool = True, progress: bool = True,
+               settings: dict | None = None) -> dict:
+    """Run the bridge and write ``bridge_<preset>.{json,csv}`` and its figure (see the module docstring)."""
+    import torch
+
+    from stylized.results import atomic_write_text, figures_dir, to_jsonable
+
+    from .bridge_plot import plot_bridge
+    from .bridge_report import csv_text, summary_text
+    from .data import corpus_for
+    from .evaluate import weights_digest, window_ends
+    from .train import get_preset, load_model
+
+    t0 = time.time()
+    cfg = {**SETTINGS, **(settings or {})}
+    bad = [k for k in cfg if k not in SETTINGS]
+    if bad:
+        raise ValueError(f"settings: unknown keys {bad}; allowed: {', '.join(SETTINGS)}")
+    canonical = results_dir is None and preset == "cpu"
+    root = output_root(results_dir, preset)
+    p = get_preset(preset)
+    Lt = p["model"]["block_size"]
+    D = max(1, Lt // cfg["D_fraction"])
+    mults = list(p["eval"]["multiples"])
+    lengths = [m * Lt for m in mults]
+    entries = checkpoint_entries(root, preset)
+    if not entries:
+        raise ValueError(f"preset={preset!r}: no evaluated checkpoints under {root / 'checkpoints' / preset}; "
+                         "run 'stylized transformer compare' first")
+    corpus = corpus_for(p["train"])
+    val = corpus.val
+    ends_cmp = window_ends(len(val), max(lengths), cfg["n_compare"])
+    ends_in = bpred.heldout_ends(len(val), Lt, ends_cmp, max(lengths), cfg["n_heldout"])
+    json_path = root / f"bridge_{preset}.json"
+    old = json.loads(json_path.read_text()) if (reuse and json_path.exists()) else {}
+    old_pred, old_meas = old.get("predictions", {}), old.get("measured", {})
+    key = {**cfg, "D": D, "lengths": lengths}
+    preds, meas, samples = {}, {}, []
+    for v, s, ck in entries:
+        torch.set_num_threads(1)
+        model, _ = load_model(ck, "cpu")
+        if not _cache_valid(ck, model):
+            print(f"[bridge] skip {v} s{s}: its evaluation cache is for other weights", flush=True)
+            continue
+        dig = weights_digest(model)
+        name = f"{v}/s{s}"
+        c = old_pred.get(name)
+        if c and c.get("digest") == dig and c.get("key") == key:
+            preds[name] = c
+        else:
+            t1 = time.time()
+            st = bpred.train_length_stats(model, val, ends_in, D, cfg["keys_per_query"], cfg["seed"])
+            pr = bpred.predict_rho(st, lengths, cfg["n_boot"], cfg["seed"])
+            preds[name] = {"digest": dig, "key": key, "variant": v, "seed": s, "input_len": st["input_len"],
+                           "rho": [x["rho"].tolist() for x in pr], "lo": [x["lo"].tolist() for x in pr],
+                           "hi": [x["hi"].tolist() for x in pr], "lam": [lay["lam"].tolist() for lay in st["layers"]],
+                           "profile": [lay["profile"].tolist() for lay in st["layers"]]}
+            if progress:
+                print(f"[bridge] predicted {name} in {time.time() - t1:.0f}s", flush=True)
+        assert preds[name]["input_len"] <= bpred.MAX_INPUT_LEN * Lt, "a prediction input was measured beyond L_train"
+        if s == 0:
+            c = old_meas.get(v)
+            if c and c.get("digest") == dig and c.get("key") == key:
+                meas[v] = c
+            else:
+                t1 = time.time()
+                meas[v] = _measure(model, val, ends_cmp, lengths, D, cfg, preds[name]["lam"])
+                meas[v].update({"digest": dig, "key": key})
+                if progress:
+                    print(f"[bridge] measured {v} at {len(lengths)} lengths in {time.time() - t1:.0f}s", flush=True)
+        ms, lr = _ratios(ck)
+        rho = np.array(preds[name]["rho"])  # [layers, lengths, H]
+        x = [bppl.features(rho[:, lengths.index(m * Lt)], rho[:, 0]) for m in ms]
+        samples.append({"variant": v, "seed": s, "multiples": ms, "x": np.array(x), "log_ratio": lr})
+        del model
+    lovo = bppl.leave_one_variant_out(samples)
+    verdict = bppl.verdict(lovo)
+    losses = bc.window_loss_table(root, preset, bc.CONTROLS + bc.ROTATION_ONLY)
+    combined = bc.combined_table(losses)
+    result = {
+        "claim": "transformer-bridge",
+        "params": {"preset": preset, "L_train": Lt, "D": D, "multiples": mults, **cfg,
+                   "corpus": corpus.description, "ppl_metric": "target (the last L_train positions)",
+                   "heldout_windows": len(ends_in), "compare_windows": len(ends_cmp),
+                   "inputs_max_length": max(pv["input_len"] for pv in preds.values())},
+        "holds": verdict["holds"],
+        "verdict": verdict,
+        "lovo": lovo,
+        "combined": combined,
+        "rho_agreement": _rho_agreement(preds, meas, lengths),
+        "predictions": preds,
+        "measured": meas,
+        "seconds": round(time.time() - t0, 1),
+    }
+    result["summary"] = summary_text(result)
+    root.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(json_path, json.dumps(to_jsonable(result), indent=1) + "\n")
+    atomic_write_text(root / f"bridge_{preset}.csv", csv_text(result))
+    fig = Path(figure) if figure else (figures_dir() if canonical else root) / "transformer_bridge.png"
+    plot_bridge(result, fig)
+    result["files"] = {"json": str(json_path), "csv": str(root / f"bridge_{preset}.csv"), "figure": str(fig)}
+    return result
+
+
+def _measure(model, val, ends, lengths, D, cfg, lam_heldout) -> dict:
+    """Measured ρ_D per layer/head at every length: mean over windows of the last-query mean, 95 % Student-t
+    interval over windows; and the held-out bound check (bias-free variants)."""
+    out = {"rho": [], "lo": [], "hi": [], "bound_ok": [], "bound_n": []}
+    bias_free = not (model.blocks[0].attn.use_alibi or getattr(model.blocks[0].attn, "use_fox", False))
+    for L in lengths:
+        m = bpred.measure_rho(model, val, ends, L, D, cfg["n_last"], cfg["seed"])
+        rows, lo, hi, ok, n = [], [], [], 0, 0
+        for li, lay in enumerate(m["layers"]):
+            r = lay["rho"].mean(axis=2).T  # [H, windows]: queries of one window are not independent
+            mu = r.mean(axis=1)
+            se = r.std(axis=1, ddof=1) / math.sqrt(r.shape[1]) if r.shape[1] > 1 else np.ones_like(mu)
+            t = float(student_t.ppf(0.975, r.shape[1] - 1)) if r.shape[1] > 1 else math.inf  # one window: no interval
+            rows.append(mu.tolist())
+            lo.append(np.clip(mu - t * se, 0.0, 1.0).tolist())
+            hi.append(np.clip(mu + t * se, 0.0, 1.0).tolist())
+            if bias_free and L > D:
+                lam = np.asarray(lam_heldout[li])[None, :, None]
+                good = bpred.bound_on_queries(lam, lay["rho"], L, D)
+                ok, n = ok + int(good.sum()), n + good.size
+        out["rho"].append(rows)
+        out["lo"].append(lo)
+        out["hi"].append(hi)
+        out["bound_ok"].append(ok)
+        out["bound_n"].append(n)
+    return out
+
+
+def _rho_agreement(preds: dict, meas: dict, lengths: list[int]) -> dict:
+    """Per variant (seed 0) and length: median |ρ̂ − ρ| over layers × heads, and interval coverage."""
+    out = {}
+    for v, m in meas.items():
+        p = preds.get(f"{v}/s0")
+        if p is None:
+            continue
+        pr = np.array(p["rho"])  # [layers, lengths, H]
+        mr, mlo, mhi = (np.array(m[k], dtype=float).transpose(1, 0, 2) for k in ("rho", "lo", "hi"))  # [layers, lengths, H]
+        plo, phi = np.array(p["lo"], dtype=float), np.array(p["hi"], dtype=float)
+        overlap = (plo <= mhi) & (mlo <= phi)
+        out[v] = {"median_abs_err": np.median(np.abs(pr - mr), axis=(0, 2)).tolist(),
+                  "overlap_frac": overlap.mean(axis=(0, 2)).tolist(), "lengths": lengths,
+                  "bound_ok": m["bound_ok"], "bound_n": m["bound_n"]}
+    return out

@@ -1,0 +1,309 @@
+"""Passkey retrieval: a key of a few digits hidden in corpus text, asked for at the end.
+
+A passkey sequence of ``L + 1`` byte tokens is ``filler[:a] · "<pk KEY>" · filler[a:] · "<pk " · KEY``:
+the statement sits at depth ``d = a / len(filler)`` (0: the far start, 1: just before the
+question).  Training mixes such sequences (filler from the training split, ``d`` uniform) into a
+``fraction`` of every batch at ``L_train`` through :func:`.train.train`'s ``batch_transform``;
+everything else about training is the preset's.  Test: at ``L = m·L_train`` and ``d`` in
+:data:`DEPTHS`, ``trials`` sequences from the validation split; a trial is correct when the greedy
+decoding of all key digits after the question matches (one teacher-forced pass: greedy decoding
+reproduces the key iff the argmax is right at every digit).  Accuracy per (L, d) with a 95% Wilson
+interval; chance is ``10^-n_digits``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from stylized.estimators import proportion_ci
+from stylized.results import figures_dir
+
+from .data import Corpus, load_corpus
+from .evaluate import weights_digest
+from .model import GPT, MAIN_VARIANTS, VARIANTS
+from .train import checkpoint_path, default_device, load_model, make_configs, results_root, train
+
+DEPTHS = (0.0, 0.25, 0.5, 0.75, 1.0)
+OPEN, CLOSE = b"<pk ", b">"
+#: preset -> passkey settings (digits, training fraction, trials per cell up to 16x / beyond 16x)
+SETTINGS: dict[str, dict] = {
+    "smoke": dict(n_digits=2, fraction=0.25, trials=4, trials_long=2),
+    "cpu": dict(n_digits=4, fraction=0.25, trials=40, trials_long=16),
+    "gpu": dict(n_digits=5, fraction=0.25, trials=50, trials_long=50),
+    "paper": dict(n_digits=5, fraction=0.25, trials=50, trials_long=50),
+}
+LEVEL = 0.95
+
+
+def overhead(n_digits: int) -> int:
+    """Template tokens in one sequence of ``L + 1``: statement, question and answer."""
+    return len(OPEN) + n_digits + len(CLOSE) + len(OPEN) + n_digits
+
+
+def passkey_sequence(filler: np.ndarray, key: str, depth: float) -> np.ndarray:
+    """``filler`` with ``<pk KEY>`` inserted at ``depth`` ∈ [0, 1], then ``<pk KEY`` (bytes, uint8)."""
+    if not 0.0 <= depth <= 1.0:
+        raise ValueError(f"depth={depth!r} must be in [0, 1]")
+    if not key.isdigit():
+        raise ValueError(f"key={key!r} must be a string of digits")
+    a = int(round(depth * len(filler)))
+    kb = key.encode()
+    parts = [np.asarray(filler[:a], dtype=np.uint8), np.frombuffer(OPEN + kb + CLOSE, np.uint8),
+             np.asarray(filler[a:], dtype=np.uint8), np.frombuffer(OPEN + kb, np.uint8)]
+    return np.concatenate(parts)
+
+
+def sample_sequences(tokens: np.ndarray, n: int, L: int, n_digits: int, rng: np.random.Generator,
+                     depths: np.ndarray | None = None) -> tuple[np.ndarray, list[str]]:
+    """``n`` passkey sequences of ``L + 1`` tokens (filler from ``tokens``); depth uniform unless given."""
+    f = L + 1 - overhead(n_digits)
+    if f < 1:
+        raise ValueError(f"L={L} leaves no filler for a {n_digits}-digit passkey (needs L ≥ {overhead(n_digits)})")
+    starts = rng.integers(0, len(tokens) - f, size=n)
+    keys = ["".join(map(str, rng.integers(0, 10, size=n_digits))) for _ in range(n)]
+    depths = rng.uniform(0.0, 1.0, size=n) if depths is None else np.broadcast_to(depths, (n,))
+    seqs = np.stack([passkey_sequence(tokens[s: s + f], k, float(d)) for s, k, d in zip(starts, keys, depths)])
+    return seqs.astype(np.int64), keys
+
+
+def mixer(tokens: np.ndarray, fraction: float, n_digits: int, seed: int):
+    """A ``batch_transform`` replacing the first ``max(1, round(fraction·B))`` rows by passkey sequences.
+
+    The sequences are a pure function of (``seed``, step), so a resumed run sees the same batches.
+    """
+    if not 0.0 < fraction < 1.0:
+        raise ValueError(f"fraction={fraction!r} must be in (0, 1)")
+
+    def transform(x: torch.Tensor, y: torch.Tensor, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+        k = max(1, int(round(fraction * x.shape[0])))
+        rng = np.random.default_rng([seed, step, 7_919])
+        seqs = torch.from_numpy(sample_sequences(tokens, k, x.shape[1], n_digits, rng)[0]).to(x.device)
+        x, y = x.clone(), y.clone()
+        x[:k], y[:k] = seqs[:, :-1], seqs[:, 1:]
+        return x, y
+
+    return transform
+
+
+def score(logits: torch.Tensor, seqs: torch.Tensor, n_digits: int) -> np.ndarray:
+    """Per trial: the argmax at each of the last ``n_digits`` input positions equals the next key digit."""
+    pred = logits[:, -n_digits:].argmax(dim=-1)
+    return (pred == seqs[:, -n_digits:]).all(dim=1).cpu().numpy()
+
+
+@torch.no_grad()
+def passkey_accuracy(model: GPT, tokens: np.ndarray, multiples: list[int], n_digits: int, trials: int,
+                     trials_long: int, seed: int = 0, batch_tokens: int = 32768,
+                     device: str | None = None) -> list[dict]:
+    """Correct trials per (multiple, depth) from ``tokens`` (the validation split)."""
+    device = device or default_device()
+    model.eval()
+    L_train = model.config.block_size
+    gen = torch.Generator().manual_seed(30_011 + seed)
+    rows = []
+    for m in multiples:
+        L = m * L_train
+        n = trials if m <= 16 else trials_long
+        for di, d in enumerate(DEPTHS):
+            rng = np.random.default_rng([seed, m, di])
+            seqs = torch.from_numpy(sample_sequences(tokens, n, L, n_digits, rng, np.array(d))[0])
+            correct = []
+            for s in range(0, n, max(1, batch_tokens // L)):
+                x = seqs[s: s + max(1, batch_tokens // L)]
+                with torch.autocast("cuda", dtype=torch.bfloat16, enabled=device == "cuda"):
+                    logits, _ = model(x[:, :-1].to(device), generator=gen)
+                correct.append(score(logits.float(), x.to(device), n_digits))
+            k = int(np.concatenate(correct).sum())
+            rows.append({"multiple": m, "L": L, "depth": d, "correct": k, "trials": n})
+    return rows
+
+
+def with_intervals(rows: list[dict], variant: str) -> list[dict]:
+    """Rows with accuracy and its Wilson interval (95%)."""
+    out = []
+    for r in rows:
+        e = proportion_ci(r["correct"], r["trials"], LEVEL)
+        out.append({"variant": variant, **r, "accuracy": e.estimate, "ci_low": e.ci_low, "ci_high": e.ci_high})
+    return out
+
+
+def pooled_accuracy(rows: list[dict], multiple: int) -> dict:
+    """Accuracy at one multiple over all depths, with its Wilson interval."""
+    sel = [r for r in rows if r["multiple"] == multiple]
+    k, n = sum(r["correct"] for r in sel), sum(r["trials"] for r in sel)
+    e = proportion_ci(k, n, LEVEL)
+    return {"multiple": multiple, "correct": k, "trials": n, "accuracy": e.estimate, "ci_low": e.ci_low,
+            "ci_high": e.ci_high}
+
+
+def output_paths(preset: str, results_dir: str | os.PathLike | None) -> tuple[Path, Path, Path, bool]:
+    """(checkpoint root, results stem, figure, canonical?); canonical only for cpu with default dirs."""
+    base = results_root()
+    if results_dir is None and preset == "cpu":
+        return base, base / "passkey_cpu", figures_dir() / "transformer_passkey.png", True
+    root = Path(results_dir) if results_dir else base / "runs" / preset
+    return root, root / f"passkey_{preset}", root / "transformer_passkey.png", False
+
+
+def passkey_checkpoint(preset: str, variant: str, root: Path, fraction: float | None = None) -> Path:
+    """``<root>/checkpoints/<preset>-passkey[-f<fraction>]/<variant>.pt`` (seed 0; the tag when not the preset's)."""
+    tag = "" if fraction is None or fraction == SETTINGS[preset]["fraction"] else f"-f{fraction:g}"
+    return checkpoint_path(f"{preset}-passkey{tag}", variant, 0, root)
+
+
+def _job(preset: str, variant: str, path: str, cfg: dict, threads: int | None, device: str | None,
+         corpus: Corpus | None = None) -> tuple:
+    """Train (resume) one variant with passkeys mixed in, then test it (cached by weights digest)."""
+    if threads:
+        torch.set_num_threads(threads)
+    _, tcfg, ecfg = make_configs(variant, preset)
+    corpus = corpus or load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)
+    if corpus.tokenizer != "bytes":
+        raise ValueError("tokenizer: the passkey task is defined on byte tokens")
+    t0 = time.time()
+    info = train(variant, preset, resume=True, ckpt=path, corpus=corpus, progress=False, device=device,
+                 batch_transform=mixer(corpus.train, cfg["fraction"], cfg["n_digits"], tcfg.seed))
+    t1 = time.time()
+    model, ck = load_model(path, device)
+    key = {"step": int(ck["step"]), "weights": weights_digest(model), "multiples": list(ecfg.multiples),
+           **{k: cfg[k] for k in ("n_digits", "trials", "trials_long")}, "corpus": ck.get("corpus")}
+    cpath = Path(path).parent.parent.parent / "eval" / Path(path).parent.name / f"{Path(path).stem}.json"
+    saved = json.loads(cpath.read_text()) if cpath.exists() else None
+    if saved and saved.get("key") == key:
+        rows = saved["rows"]
+    else:
+        rows = passkey_accuracy(model, corpus.val,
+                                list(ecfg.multiples), cfg["n_digits"], cfg["trials"], cfg["trials_long"],
+                                batch_tokens=ecfg.batch_tokens, device=device)
+        from stylized.results import atomic_write_text
+
+        atomic_write_text(cpath, json.dumps({"key": key, "rows": rows}))
+    last = info["history"][-1][1] if info["history"] else None
+    return variant, rows, {"train_s": round(t1 - t0, 1), "eval_s": round(time.time() - t1, 1), "last_loss": last}
+
+
+def run_passkey(preset: str = "cpu", variants: list[str] | None = None, *, workers: int = 1,
+                threads: int | None = 1, results_dir: str | os.PathLike | None = None, trials: int | None = None,
+                fraction: float | None = None, device: str | None = None) -> dict:
+    """Train the passkey checkpoints that are missing, test every variant, write JSON, CSV and the heatmap."""
+    variants = list(variants or MAIN_VARIANTS)
+    for v in variants:
+        if v not in VARIANTS:
+            raise ValueError(f"variants: {v!r} is not one of: {', '.join(VARIANTS)}")
+    if not isinstance(workers, int) or not 1 <= workers <= 64:
+        raise ValueError(f"workers={workers!r} must be an integer in [1, 64]")
+    if preset not in SETTINGS:
+        raise ValueError(f"preset={preset!r} is not one of: {', '.join(SETTINGS)}")
+    cfg = dict(SETTINGS[preset])
+    if trials is not None:
+        if trials < 1:
+            raise ValueError(f"trials={trials!r} must be an integer ≥ 1")
+        cfg["trials"] = cfg["trials_long"] = int(trials)
+    if fraction is not None:
+        if not 0.0 < fraction < 1.0:
+            raise ValueError(f"fraction={fraction!r} must be in (0, 1)")
+        cfg["fraction"] = float(fraction)
+    mcfg, tcfg, ecfg = make_configs(variants[0], preset)
+    if mcfg.block_size + 1 - overhead(cfg["n_digits"]) < 1:
+        raise ValueError(f"preset={preset!r}: L_train={mcfg.block_size} is too short for the passkey template")
+    root, stem, fig, canonical = output_paths(preset, results_dir)
+    if canonical and (trials is not None or fraction is not None):
+        raise ValueError("--trials/--fraction: the canonical cpu run uses the preset's; pass --results-dir")
+    t0 = time.time()
+    jobs = [(v, str(passkey_checkpoint(preset, v, root, cfg['fraction']))) for v in variants]
+    if workers == 1:
+        outs = [_job(preset, v, p, cfg, threads, device) for v, p in jobs]
+    else:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as ex:
+            outs = list(ex.map(_job, *zip(*[(preset, v, p, cfg, 1, device) for v, p in jobs])))
+    rows, timings, summary = [], {}, {}
+    for v, r, t in outs:
+        rs = with_intervals(r, v)
+        rows += rs
+        timings[v] = t
+        summary[v] = {m: pooled_accuracy(rs, m)["accuracy"] for m in ecfg.multiples}
+    pooled = [{"variant": v, **pooled_accuracy([r for r in rows if r["variant"] == v], m)}
+              for v in variants for m in ecfg.multiples]
+    result = {
+        "claim": "transformer-passkey",
+        "params": {"preset": preset, "variants": variants, "L_train": mcfg.block_size, "steps": tcfg.steps,
+                   "multiples": list(ecfg.multiples), "depths": list(DEPTHS), **cfg,
+                   "template": f"filler with '<pk KEY>' at depth d, then '<pk ' and the {cfg['n_digits']} key digits",
+                   "chance": 10.0 ** -cfg["n_digits"], "level": LEVEL,
+                   "interval": "95% Wilson score interval per cell", "correct": "greedy decoding of every digit",
+                   "trials_note": f"{cfg['trials']} trials per cell up to 16x, {cfg['trials_long']} beyond",
+                   "timings": timings},
+        "rows": rows,
+        "pooled": pooled,
+        "canonical": canonical,
+        "seconds": round(time.time() - t0, 1),
+    }
+    from stylized.results import atomic_write_text, to_jsonable
+
+    buf = io.StringIO()
+    wr = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+    wr.writeheader()
+    wr.writerows(rows)
+    json_path, csv_path = stem.with_suffix(".json"), stem.with_suffix(".csv")
+    atomic_write_text(csv_path, buf.getvalue())
+    atomic_write_text(json_path, json.dumps(to_jsonable(result), indent=1) + "\n")
+    plot_passkey(json_path, fig)
+    result["summary"] = summary
+    result["files"] = {"json": str(json_path), "csv": str(csv_path), "figure": str(fig)}
+    return result
+
+
+def plot_passkey(result_json: str | os.PathLike, out_png: str | os.PathLike) -> Path:
+    """Accuracy heatmaps (depth × L/L_train), one panel per variant."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    res = json.loads(Path(result_json).read_text())
+    p = res["params"]
+    vs, ms, ds = p["variants"], p["multiples"], p["depths"]
+    ncol = min(4, len(vs))
+    nrow = -(-len(vs) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(7.0, 1.9 * nrow + 0.6), squeeze=False, sharex=True, sharey=True)
+    im = None
+    for ax, v in zip(axes.flat, vs):
+        a = np.full((len(ds), len(ms)), np.nan)
+        for r in res["rows"]:
+            if r["variant"] == v:
+                a[ds.index(r["depth"]), ms.index(r["multiple"])] = r["accuracy"]
+        im = ax.imshow(a, vmin=0, vmax=1, cmap="viridis", aspect="auto", origin="lower")
+        for (i, j), val in np.ndenumerate(a):
+            if np.isfinite(val):
+                ax.text(j, i, f"{100 * val:.0f}", ha="center", va="center", fontsize=4.5,
+                        color="black" if val > 0.6 else "white")
+        ax.set_title(v, fontsize=8)
+        ax.set_xticks(range(len(ms)), [str(m) for m in ms], fontsize=6)
+        ax.set_yticks(range(len(ds)), [f"{d:g}" for d in ds], fontsize=6)
+    for ax in axes.flat[len(vs):]:
+        ax.axis("off")
+    for ax in axes[-1]:
+        ax.set_xlabel(r"$L/L_{train}$", fontsize=7)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("key depth", fontsize=7)
+    fig.suptitle(f"passkey accuracy, preset '{p['preset']}' (L_train={p['L_train']}, {p['n_digits']} digits, "
+                 f"{p['fraction']:.0%} of training sequences; {p['trials']}/{p['trials_long']} trials per cell)",
+                 fontsize=7.5, y=1.0 + 0.12 / nrow)
+    if im is not None:
+        fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8, label="accuracy")
+    out = Path(out_png)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=130, bbox_inches="tight")
+    plt.close(fig)
+    return out

@@ -1,0 +1,174 @@
+"""The attention sweep of one query over a context: near scores and the far log-sum-exp.
+
+One query at ``i = L−1`` attends to ``L`` sources; by route length ``n`` (source ``j = L−1−n``) the
+score is ``s_n = qᵀ P_n k_n`` and the sweep returns the near scores ``s_n`` for ``n < D`` and the far
+``log Σ_{n≥D} e^{λ s_n}``, never materialising more than ``(L, d/2)`` per trial.
+
+* SO(2): :func:`so2_context_numba` (the sines and cosines of the accumulated angles come from a
+  rotation recurrence ``z ← z e^{iθ}`` with a polynomial ``sincos`` that vectorises) and its
+  array-namespace twin :func:`so2_context_numpy`; the inputs are drawn by :func:`so2_context_inputs`
+  (NumPy Generator) or :func:`so2_context_inputs_xp` (namespace Generator, the ``cupy`` path).  The
+  fused counter-RNG kernel is :func:`stylized.kernels.so2_context_sampled`.
+* O(d) families on the array namespace: :func:`transport_context_xp` (Householder via
+  :func:`stylized.transport.beta_step`, Haar kind by its exact law).
+
+Example
+-------
+>>> rng = np.random.default_rng(0)
+>>> theta, dot, cross = rng.uniform(-1, 1, (3, 2, 50, 4))
+>>> near, far = so2_context_numba(theta, dot, cross, 4.0, 5)
+>>> bool(np.allclose(near, so2_context_numpy(theta, dot, cross, 4.0, 5)[0]))
+True
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from .backend import array_namespace, namespace_of
+from .counter_rng import sincos
+from .families import SO2Family, StepFamily
+from .kernels import lse_push, renormalize_phases
+from .sampling import XP_CHUNK_ELEMENTS, _sphere_xp, sample_steps
+from .transport import beta_step
+
+__all__ = ["so2_context_numpy", "so2_context_numba", "so2_context_inputs", "so2_context_inputs_xp",
+           "transport_context_xp", "near_and_far_lse"]
+
+
+# ---------------------------------------------------------------------------------------
+# SO(2) attention sweep: one query at i = L−1 over L sources
+# ---------------------------------------------------------------------------------------
+def so2_context_numpy(theta, dot, cross, lam: float, D: int):
+    """Reference: ``theta``, ``dot``, ``cross`` ``(T, L, B)``.  Returns ``near`` ``(T, D)`` scores
+    ``s_n = qᵀ P_{i−n→i} k_{i−n}`` for ``n < D`` and ``far_lse`` ``(T,)`` = ``log Σ_{n≥D} e^{λ s_n}``.
+
+    Materialises ``(T, L, B)`` angles, cosines and sines (the cost the kernel avoids).  Written against
+    the namespace of ``theta`` (NumPy or CuPy: the ``cupy`` path of the sweep); results live there too.
+    """
+    xp = namespace_of(theta)
+    T, L, _ = theta.shape
+    # by route length n (source j = L−1−n): A_n = Σ of the n steps θ_{L−1}, …, θ_{L−n}, so A_0 = 0
+    A = xp.cumsum(theta[:, :0:-1], axis=1)
+    s = xp.empty((T, L))
+    s[:, 0] = xp.sum(dot[:, -1], axis=-1)
+    s[:, 1:] = xp.sum(xp.cos(A) * dot[:, -2::-1] + xp.sin(A) * cross[:, -2::-1], axis=-1)
+    return near_and_far_lse(s, lam, D)
+
+
+def near_and_far_lse(s, lam: float, D: int):
+    """Scores ``s`` ``(T, L)`` by route length: ``near = s[:, :D]`` and ``log Σ_{n≥D} e^{λ s_n}`` (``−∞`` if none)."""
+    xp = namespace_of(s)
+    near = s[:, :D].copy()
+    if s.shape[1] <= D:
+        return near, xp.full(s.shape[0], -np.inf)
+    far = lam * s[:, D:]
+    m = far.max(axis=1)
+    m = xp.where(xp.isfinite(m), m, 0.0)
+    far_lse = m + xp.log(xp.exp(far - m[:, None]).sum(axis=1))
+    return near, far_lse
+
+
+@numba.njit(cache=True, parallel=True, fastmath={"contract", "reassoc", "arcp"}, error_model="numpy")
+def so2_context_numba(theta, dot, cross, lam, D):
+    T, L, B = theta.shape
+    near = np.zeros((T, D))
+    far_lse = np.full(T, -np.inf)
+    for tr in numba.prange(T):
+        zr = np.ones(B)
+        zi = np.zeros(B)
+        m = -np.inf
+        acc = 0.0
+        for n in range(L):
+            j = L - 1 - n
+            s = 0.0
+            for b in range(B):
+                s += zr[b] * dot[tr, j, b] + zi[b] * cross[tr, j, b]
+            if n < D:
+                near[tr, n] = s
+            else:
+                m, acc = lse_push(m, acc, lam * s)
+            for b in range(B):  # z ← z e^{iθ_j}: A_{j−1} = A_j + θ_j
+                sn, cs = sincos(theta[tr, j, b])
+                r = zr[b] * cs - zi[b] * sn
+                zi[b] = zr[b] * sn + zi[b] * cs
+                zr[b] = r
+            if n % 1024 == 1023:  # keep |z| = 1 against rounding drift
+                renormalize_phases(zr, zi)
+        if acc > 0:
+            far_lse[tr] = m + math.log(acc)
+    return near, far_lse
+
+
+def so2_context_inputs(family: SO2Family, L: int, size: int, rng: np.random.Generator, q: np.ndarray,
+                       target_n: int | None = None):
+    """Draw steps and keys for ``size`` contexts: ``theta``, ``dot``, ``cross`` ``(size, L, d/2)``.
+
+    Keys are uniform on ``S^{d−1}``.  Their per-plane ``(dot_b, cross_b)`` is drawn directly: a uniform
+    key is invariant in law under block rotations, so ``(dot_b, cross_b) =_d |q_b| (k_{b,x}, k_{b,y})``
+    (one pass less than :func:`plane_dot_cross`).  If ``target_n`` is given the key at route length
+    ``target_n`` is ``q`` itself (``dot_b = |q_b|²``, ``cross_b = 0``).
+    """
+    d = family.d
+    theta = family.rvs(size * L, rng).reshape(size, L, d // 2)
+    k = rng.standard_normal((size, L, d))
+    k *= (1.0 / np.sqrt(np.einsum("tld,tld->tl", k, k)))[..., None]
+    qn = np.hypot(q[0::2], q[1::2])
+    dot = k[..., 0::2] * qn
+    cross = k[..., 1::2] * qn
+    if target_n is not None:
+        dot[:, L - 1 - target_n] = qn**2
+        cross[:, L - 1 - target_n] = 0.0
+    return theta, dot, cross
+
+
+def so2_context_inputs_xp(family: SO2Family, L: int, size: int, xrng, q: np.ndarray, target_n: int | None = None):
+    """:func:`so2_context_inputs` on the device (the ``cupy`` path): ``theta``, ``dot``, ``cross`` ``(size, L, d/2)``
+    drawn with the namespace Generator ``xrng``, by the same construction (isotropic keys, so
+    ``(dot_b, cross_b) =_d |q_b| (k_{b,x}, k_{b,y})`` for a uniform key ``k``; planted target ``k = q``).
+    """
+    xp = array_namespace("cupy")
+    theta = sample_steps(family, (size, L), xrng, "cupy")
+    k = _sphere_xp(xrng, xp, (size, L), family.d)
+    qn = xp.asarray(np.hypot(q[0::2], q[1::2]))
+    dot, cross = k[..., 0::2] * qn, k[..., 1::2] * qn
+    if target_n is not None:
+        dot[:, L - 1 - target_n] = qn**2
+        cross[:, L - 1 - target_n] = 0.0
+    return theta, dot, cross
+
+
+def transport_context_xp(family: StepFamily, L: int, size: int, xrng, q: np.ndarray, lam: float, D: int,
+                         target_n: int | None = None):
+    """The attention sweep for O(d) families on the device (the ``cupy`` path of ``transfer``).
+
+    ``size`` contexts of length ``L``: unit keys uniform on ``S^{d−1}`` (the key at route length ``target_n``
+    is ``q``) and i.i.d. steps, all drawn with the namespace Generator ``xrng`` in blocks of steps.  The route
+    is walked back from ``i = L−1`` one step at a time over all contexts: ``u_0 = q``, ``s_n = u_n·k_n`` and
+    ``u_{n+1} = M u_n`` (Householder ``u − 2w(w·u)``; Haar kind: the exact law, ``u`` redrawn uniformly with
+    norm ``|q|`` at a Haar step).  Returns, like :func:`so2_context_numpy`, ``near`` ``(size, D)`` scores and
+    ``far_lse`` ``(size,)`` = ``log Σ_{n≥D} e^{λ s_n}``, in the namespace (memory ``O(size·L)``).
+    """
+    xp = array_namespace("cupy")
+    d = family.d
+    qd = xp.asarray(q)
+    u = xp.broadcast_to(qd, (size, d)).copy()
+    s = xp.empty((size, L))
+    block = max(1, XP_CHUNK_ELEMENTS // (size * d))
+    for start in range(0, L, block):
+        m = min(block, L - start)
+        keys = _sphere_xp(xrng, xp, (size, m), d)
+        if target_n is not None and start <= target_n < start + m:
+            keys[:, target_n - start] = qd
+        steps = sample_steps(family, (size, m), xrng, "cupy")  # unit w, or the Haar-step mask
+        fresh = None if family.kind == "householder" else float(np.linalg.norm(q)) * _sphere_xp(xrng, xp, (size, m), d)
+        for t in range(m):
+            s[:, start + t] = xp.sum(u * keys[:, t], axis=1)
+            if fresh is None:
+                u = beta_step(u, steps[:, t])
+            else:
+                u = xp.where(steps[:, t, None], fresh[:, t], u)
+    return near_and_far_lse(s, lam, D)
