@@ -27,6 +27,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from .families import StepFamily, as_generator, uniform_sphere
+from .lse import softmax_rows
 from .options import arg_int, arg_real, arg_reals
 from .transport import transported_queries, transported_sum
 
@@ -78,8 +79,7 @@ def softmax(logits: np.ndarray, axis: int = -1) -> np.ndarray:
     m = np.max(x, axis=axis, keepdims=True)
     if np.isneginf(m).any():
         raise ValueError("logits: a row is entirely -inf (every key masked); softmax is undefined")
-    e = np.exp(x - m)
-    return e / e.sum(axis=axis, keepdims=True)
+    return softmax_rows(x, axis)
 
 
 def alibi_bias(n: np.ndarray, m: float) -> np.ndarray:

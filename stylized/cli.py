@@ -278,7 +278,8 @@ def _run_all(checks, *, force: bool, backend: str, quiet: bool = False) -> int:
             r = run_check(check, seed=0, backend=_backend_for(check, backend), progress=False)
         except ValueError:  # its command has not been run (here)
             continue
-        say(f"{check.claim} {check.name}: {'holds' if r['holds'] else 'DOES NOT HOLD'} "
+        state = "reported" if r["holds"] is None else ("holds" if r["holds"] else "DOES NOT HOLD")
+        say(f"{check.claim} {check.name}: {state} "
             f"(read from {r.get('source', 'its saved result')}; not counted)", flush=True)
     path = write_paper_checks()
     print(f"{held}/{len(checks)} hold", flush=True)

@@ -32,6 +32,7 @@ from .backend import array_namespace, namespace_of
 from .counter_rng import sincos
 from .families import SO2Family, StepFamily
 from .kernels import lse_push, renormalize_phases
+from .lse import lse_rows
 from .sampling import XP_CHUNK_ELEMENTS, _sphere_xp, sample_steps
 from .transport import beta_step
 
@@ -65,11 +66,7 @@ def near_and_far_lse(s, lam: float, D: int):
     near = s[:, :D].copy()
     if s.shape[1] <= D:
         return near, xp.full(s.shape[0], -np.inf)
-    far = lam * s[:, D:]
-    m = far.max(axis=1)
-    m = xp.where(xp.isfinite(m), m, 0.0)
-    far_lse = m + xp.log(xp.exp(far - m[:, None]).sum(axis=1))
-    return near, far_lse
+    return near, lse_rows(lam * s[:, D:], xp)
 
 
 @numba.njit(cache=True, parallel=True, fastmath={"contract", "reassoc", "arcp"}, error_model="numpy")

@@ -36,6 +36,7 @@ import numpy as np
 
 from .backend import array_namespace, namespace_of, to_numpy, xp_generator
 from .families import StepFamily, as_generator
+from .lse import softmax_rows
 from .sampling import XP_CHUNK_ELEMENTS, _sphere_xp, sample_steps
 from .transport import (  # noqa: F401  (re-exported: the engine's home is transport)
     haar_law_sum,
@@ -143,9 +144,8 @@ def draw_route_steps(family: StepFamily, size: int, N: int, rng, *, backend: str
 
 
 def stable_weights(logits: np.ndarray) -> np.ndarray:
-    """Row-wise softmax (max subtracted)."""
-    e = namespace_of(logits).exp(logits - logits.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+    """Row-wise softmax (max subtracted): :func:`stylized.lse.softmax_rows`."""
+    return softmax_rows(logits)
 
 
 def far_keys(rng, shape: tuple, b_hat: np.ndarray, align: float) -> np.ndarray:
