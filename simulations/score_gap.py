@@ -49,6 +49,7 @@ from stylized.bounds import hoeffding_tail, levy_tail
 from stylized.estimators import bonferroni_level, mean_ci
 from stylized.families import FAMILY_NAMES
 from stylized.montecarlo import check_positive_int
+from stylized.montecarlo import progress as montecarlo_progress
 from stylized.options import Choices, Float, FloatList, Int, IntList
 from stylized.registry import Check, Mutant, Option, register
 from stylized.sampling import equal_energy_query
@@ -119,44 +120,45 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
     if params["tail_band"] is not None:
         check_positive_int("tail_band", params["tail_band"], 1)
     rows, far_to_near = [], []
-    for f_idx, name in enumerate(names):
-        for d_idx, d in enumerate(ds):
-            fam = family_from_params({**params, "d": d}, name)
-            q = equal_energy_query(d)
-            far_n = _far_n(params, fam)
-            if nt >= far_n:
-                raise ValueError(f"target_n must lie below far_n = {far_n} ({name}, d={d}), got {nt}")
-            law = far_score_law(fam, q, q)
-            c_near = near_theory(fam, q, nt)
-            W = fam.mixing_window(0.01)
-            band = min(Ms[-1], params["tail_band"] or (int(math.ceil(8 * W)) if math.isfinite(W) else Ms[-1]))
-            base = {"family": name, "d": d, "law": law.name, "far_n": far_n, "W": W}
-            frac, weight, gaps = _context_stats(fam, params, far_n, nt, ts, Ms, band, lam, c_near,
-                                                [seed, f_idx, d_idx], backend, q)
-            bnd = (levy_tail(np.array(ts), d) if law.name == "haar"
-                   else hoeffding_tail(np.array(ts), np.hypot(q[0::2], q[1::2]) ** 2))  # a_b = |q_b||k_b|, k = q
-            for i, (t, b) in enumerate(zip(ts, bnd)):
-                p = float(law.sf(t))
-                rows.append({"kind": "tail", **base, "t": t, "n": None, "M": band, **mean_ci(frac[:, i]).as_row(),
-                             "theory": p, "theory_kind": "closed form", "bound": float(b),
-                             "bound_kind": "upper bound on P(s ≥ t)", "expected_per_context": band * p,
-                             "in_verdict": bool(min(p, 1 - p) * band >= MIN_COUNT), "_x": frac[:, i]})
-            near = far_chains(fam, ns[-1] + 1, t_near, np.random.SeedSequence([seed, f_idx, d_idx, 99]), q, backend)
-            for n in ns:
-                rows.append({"kind": "near", **base, "t": None, "n": n, "M": None, **mean_ci(near[:, n]).as_row(),
-                             "theory": near_theory(fam, q, n), "theory_kind": "closed form", "bound": None,
-                             "in_verdict": True, "_x": near[:, n]})
-            ratio = law.mgf(lam) * math.exp(-lam * c_near)
-            rows.append({"kind": "suppression", **base, "t": None, "n": nt, "M": Ms[-1], **mean_ci(weight).as_row(),
-                         "theory": ratio, "theory_kind": "closed form", "bound": None, "in_verdict": True,
-                         "_x": weight})
-            far_to_near.append({"family": name, "d": d, "law": law.name, **{f"M={M}": M * ratio for M in Ms}})
-            for j, M in enumerate(Ms):
-                b = lam * (c_near - max_mgf_bound(M, law.log_mgf))
-                rows.append({"kind": "gap", **base, "t": None, "n": nt, "M": M, **mean_ci(gaps[:, j]).as_row(),
-                             "theory": None, "bound": b, "bound_kind": "lower bound on E[gap] (any dependence)",
-                             "positive_share": float(np.mean(gaps[:, j] > 0)), "in_verdict": True,
-                             "_x": gaps[:, j]})
+    pairs = [(f_idx, name, d_idx, d) for f_idx, name in enumerate(names) for d_idx, d in enumerate(ds)]
+    for f_idx, name, d_idx, d in montecarlo_progress(pairs, total=len(pairs), desc="score-gap (family, d)",
+                                                     enabled=progress):
+        fam = family_from_params({**params, "d": d}, name)
+        q = equal_energy_query(d)
+        far_n = _far_n(params, fam)
+        if nt >= far_n:
+            raise ValueError(f"target_n must lie below far_n = {far_n} ({name}, d={d}), got {nt}")
+        law = far_score_law(fam, q, q)
+        c_near = near_theory(fam, q, nt)
+        W = fam.mixing_window(0.01)
+        band = min(Ms[-1], params["tail_band"] or (int(math.ceil(8 * W)) if math.isfinite(W) else Ms[-1]))
+        base = {"family": name, "d": d, "law": law.name, "far_n": far_n, "W": W}
+        frac, weight, gaps = _context_stats(fam, params, far_n, nt, ts, Ms, band, lam, c_near,
+                                            [seed, f_idx, d_idx], backend, q)
+        bnd = (levy_tail(np.array(ts), d) if law.name == "haar"
+               else hoeffding_tail(np.array(ts), np.hypot(q[0::2], q[1::2]) ** 2))  # a_b = |q_b||k_b|, k = q
+        for i, (t, b) in enumerate(zip(ts, bnd)):
+            p = float(law.sf(t))
+            rows.append({"kind": "tail", **base, "t": t, "n": None, "M": band, **mean_ci(frac[:, i]).as_row(),
+                         "theory": p, "theory_kind": "closed form", "bound": float(b),
+                         "bound_kind": "upper bound on P(s ≥ t)", "expected_per_context": band * p,
+                         "in_verdict": bool(min(p, 1 - p) * band >= MIN_COUNT), "_x": frac[:, i]})
+        near = far_chains(fam, ns[-1] + 1, t_near, np.random.SeedSequence([seed, f_idx, d_idx, 99]), q, backend)
+        for n in ns:
+            rows.append({"kind": "near", **base, "t": None, "n": n, "M": None, **mean_ci(near[:, n]).as_row(),
+                         "theory": near_theory(fam, q, n), "theory_kind": "closed form", "bound": None,
+                         "in_verdict": True, "_x": near[:, n]})
+        ratio = law.mgf(lam) * math.exp(-lam * c_near)
+        rows.append({"kind": "suppression", **base, "t": None, "n": nt, "M": Ms[-1], **mean_ci(weight).as_row(),
+                     "theory": ratio, "theory_kind": "closed form", "bound": None, "in_verdict": True,
+                     "_x": weight})
+        far_to_near.append({"family": name, "d": d, "law": law.name, **{f"M={M}": M * ratio for M in Ms}})
+        for j, M in enumerate(Ms):
+            b = lam * (c_near - max_mgf_bound(M, law.log_mgf))
+            rows.append({"kind": "gap", **base, "t": None, "n": nt, "M": M, **mean_ci(gaps[:, j]).as_row(),
+                         "theory": None, "bound": b, "bound_kind": "lower bound on E[gap] (any dependence)",
+                         "positive_share": float(np.mean(gaps[:, j] > 0)), "in_verdict": True,
+                         "_x": gaps[:, j]})
     n_tests = sum(r["in_verdict"] for r in rows)
     level = bonferroni_level(0.95, n_tests)
     for r in rows:

@@ -76,7 +76,7 @@ def _route(n) -> int:
 # expected score and the non-mixing planes
 # ---------------------------------------------------------------------------------------
 def expected_score(family: StepFamily, q, n, lam: float = 1.0, chi_scale: float = 1.0, exponent=None):
-    """``E[λ qᵀP_n q] = λ qᵀE[M]ⁿq`` (closed form): ``λ Σ_b |q_b|² Re χ_bⁿ`` for SO(2) blocks, ``λ(1 − γ)ⁿ|q|²`` else.
+    """``E[λ qᵀP_n q] = λ qᵀE[M]ⁿq`` (closed form): ``λ Σ_b |q_b|² Re χ_bⁿ`` for SO(2) blocks, ``λ(1 − γ)ⁿ|q|²`` else. (claim C3, beyond the paper; derived here)
 
     ``n``: a route length or an array of them.  ``chi_scale`` multiplies every ``χ_b`` (clipped to ``|χ| ≤ 1``) and
     ``exponent`` replaces ``n`` in the power: both exist for mutation tests (a wrong ``χ``, a window ``∝ L``).
@@ -98,7 +98,7 @@ def expected_score(family: StepFamily, q, n, lam: float = 1.0, chi_scale: float 
 
 
 def nonmixing_share(family: StepFamily, q, L: int, eps: float = 0.05) -> tuple[float, int]:
-    """``(Σ_{b: W_b(ε) > L} |q_b|², #planes)``: query energy in the planes that do not mix within ``L`` tokens.
+    """``(Σ_{b: W_b(ε) > L} |q_b|², #planes)``: query energy in the planes that do not mix within ``L`` tokens. (claim C3, beyond the paper; derived here)
 
     ``W_b(ε) = ⌈ln ε/ln|χ_b|⌉`` (:meth:`SO2Family.plane_windows`); O(d) families mix as a whole (share 0 when
     ``W(ε) ≤ L``, else 1, as one "plane").
@@ -114,7 +114,7 @@ def nonmixing_share(family: StepFamily, q, L: int, eps: float = 0.05) -> tuple[f
 
 
 def nonmixing_floor(family: StepFamily, q, n, L: int, lam: float = 1.0, eps: float = 0.05):
-    """``λ Σ_{b: W_b(ε) > L} |q_b|² Re χ_bⁿ``: the part of the expected passkey score carried by non-mixing planes."""
+    """``λ Σ_{b: W_b(ε) > L} |q_b|² Re χ_bⁿ``: the part of the expected passkey score carried by non-mixing planes. (claim C3, beyond the paper; derived here)"""
     q = _unit_query(q)
     if not isinstance(family, SO2Family):
         return expected_score(family, q, n, lam) if nonmixing_share(family, q, L, eps)[1] else 0.0 * np.asarray(n)
@@ -169,7 +169,7 @@ def _split(x: float, h: float, pts_index: dict) -> None:
 
 
 def passkey_law(family: StepFamily, q, n: int, h: float = H_DEFAULT) -> tuple[np.ndarray, np.ndarray]:
-    """The law of ``s_n = qᵀP_n q`` as a rule ``(points, weights)``: ``E g(s_n) ≈ Σ_k weights_k g(points_k)``.
+    """The law of ``s_n = qᵀP_n q`` as a rule ``(points, weights)``: ``E g(s_n) ≈ Σ_k weights_k g(points_k)``. (claim C3, beyond the paper; derived here)
 
     SO(2) blocks (uniform or normal angles): exact per-plane folded CDFs binned on the grid ``hℤ`` and convolved
     (weights ≥ 0, sum 1; error ``O(h)``).  Lazy Haar / Haar: atom ``|q|²`` of weight ``(1 − p)ⁿ`` plus a binned
@@ -244,12 +244,12 @@ def mixed_law(family: StepFamily, q, h: float = H_DEFAULT) -> tuple[np.ndarray, 
 # rank and weight among M haystack keys
 # ---------------------------------------------------------------------------------------
 def chance(M: int) -> float:
-    """``1/(M+1)``: the rank-1 probability of a key whose score has the haystack's law."""
+    """``1/(M+1)``: the rank-1 probability of a key whose score has the haystack's law. (claim C3, beyond the paper; derived here)"""
     return 1.0 / (M + 1.0)
 
 
 def rank_one_probability(points, weights, d: int, M: int) -> float:
-    """``P(s_n > max_{j≤M} ξ_j) = E[F_H(s_n)^M]`` for ``M`` independent Haar coordinates ``ξ_j`` on ``S^{d−1}``."""
+    """``P(s_n > max_{j≤M} ξ_j) = E[F_H(s_n)^M]`` for ``M`` independent Haar coordinates ``ξ_j`` on ``S^{d−1}``. (claim C3, beyond the paper; derived here)"""
     if isinstance(M, bool) or not isinstance(M, (int, np.integer)) or M < 1:
         raise ValueError(f"M must be an integer ≥ 1, got {M!r}")
     F = stats.beta.cdf((1.0 + np.clip(np.asarray(points, float), -1, 1)) / 2.0, (d - 1) / 2.0, (d - 1) / 2.0)
@@ -300,7 +300,7 @@ class RetrievalControl:
 
 def top_logit_probability(points, weights, d: int, M: int, n: int, control: RetrievalControl, lam: float,
                           oversample: int = 8) -> float:
-    """``P(κλ s_n + ln c(n) > max_{j≠n} κλ ξ_j + ln c(j))``: the passkey holds the largest logit of the context.
+    """``P(κλ s_n + ln c(n) > max_{j≠n} κλ ξ_j + ln c(j))``: the passkey holds the largest logit of the context. (claim C3, beyond the paper; derived here)
 
     Key ``j`` outscores the passkey iff ``ξ_j > s_n + (j − n)a`` with ``a = ln(1/r)/(κλ)``, so the probability is
     ``E[Π_{j≠n} F_H(s_n + (j − n)a)]`` (``F_H`` the Haar-coordinate CDF).  Without a decaying control (``r = 1``;
@@ -426,7 +426,7 @@ def weight_moments(points, weights, n: int, control: RetrievalControl, lam: floa
 
 
 def expected_weight(points, weights, n: int, control: RetrievalControl, lam: float, M: int, haystack) -> float:
-    """``E[α_n] = ∫_0^∞ E[Y e^{−σY}] E[e^{−σF}] dσ``: the passkey's expected softmax weight (:func:`weight_moments`)."""
+    """``E[α_n] = ∫_0^∞ E[Y e^{−σY}] E[e^{−σF}] dσ``: the passkey's expected softmax weight (:func:`weight_moments`). (claim C3, beyond the paper; derived here)"""
     return float(weight_moments(points, weights, n, control, lam, M, haystack, k_max=1)[0])
 
 

@@ -15,6 +15,8 @@ module                  closed forms                                            
 :mod:`.growth`          predicted ``E[ρ_D(L)]`` per control, Wald's horizon,         C3, C4
                         the forget gate's mean factor, the transfer model
 :mod:`.value_theory`    finite-``M`` interference, the noncommutative (tilt) floor   C5
+:mod:`.retrieval`       a passkey among far keys: its score, rank-1 rate, weight,    C3 (beyond the paper)
+                        the non-mixing planes' share, under ALiBi / gate / log-scale
 ======================  ==========================================================  =========================
 
 :data:`CLAIMS` maps every name to its claim and to whether the formula is *quoted* from the paper or
@@ -60,6 +62,16 @@ from .growth import (
     predict_transfer,
     ratio_of_means,
     wald_horizon,
+)
+from .retrieval import (
+    chance,
+    expected_score,
+    expected_weight,
+    nonmixing_floor,
+    nonmixing_share,
+    passkey_law,
+    rank_one_probability,
+    top_logit_probability,
 )
 from .score_laws import (
     HaarCoordinate,
@@ -141,6 +153,15 @@ CLAIMS: dict[str, tuple[str, str]] = {
     "torus_tilt_floor": ("C5", "derived"),
     "tilt_floor": ("C5", "derived"),
     "haar_tilt_energy": ("C5", "derived"),
+    # beyond the paper (issue 17): far retrieval of a passkey, scored like C3's far keys
+    "expected_score": ("C3", "derived"),
+    "nonmixing_share": ("C3", "derived"),
+    "nonmixing_floor": ("C3", "derived"),
+    "passkey_law": ("C3", "derived"),
+    "rank_one_probability": ("C3", "derived"),
+    "chance": ("C3", "derived"),
+    "expected_weight": ("C3", "derived"),
+    "top_logit_probability": ("C3", "derived"),
 }
 
 __all__ = [
@@ -153,4 +174,6 @@ __all__ = [
     "FarLaw", "far_laplace_sum", "laplace_ratio_mean", "mean_near_sum", "predict_growth", "ratio_of_means",
     "correlation_pairs", "coherent_sum", "qkv_interference_theory", "qkv_asymptote", "qk_interference_theory",
     "quadratic_form", "haar_tilt_floor", "torus_tilt_floor", "tilt_floor", "haar_tilt_energy",
+    "expected_score", "nonmixing_share", "nonmixing_floor", "passkey_law", "rank_one_probability", "chance",
+    "expected_weight", "top_logit_probability",
 ]
