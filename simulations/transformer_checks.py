@@ -189,31 +189,8 @@ def _bridge_markdown_fallback(r: dict, path: Path) -> list[str]:
             f"rows `simulations/results/transformer/{path.stem}.csv`.", "", r.get("summary", ""), ""]
 
 
-def _combined_section(r: dict, path: Path) -> list[str]:
-    g = r.get("goal", {})
-    preset = r.get("params", {}).get("preset", path.stem.removesuffix("_combined"))
-    lines = ["", f"## Rotation + far-mass control ({preset})", "",
-             "**Stale:** trained before the faithful C6 settings (shared tables, table lr ×0.1); to be redone "
-             "with the bridge (open issue).", "",
-             f"Command: `stylized transformer combined --preset {preset}`. Goal: PPL ratio ≤ {g.get('target_ratio')} "
-             f"at {g.get('multiple')}× with PPL(L_train) no worse than the best rotation-only variant "
-             f"({g.get('best_rotation_only')}, {fmt(g.get('best_rotation_only_ppl_1x'), 3)}): "
-             f"**{'met' if g.get('met') else 'not met'}**.", "",
-             "| variant | ratio at goal multiple [95% CI] | PPL(L_train) | ratio ok | PPL ok |", "|---|---|---|---|---|"]
-    for v, c in g.get("variants", {}).items():
-        lines.append(f"| {v} | {fmt(c['ratio_max'], 3)} [{fmt(c['ci'][0], 3)}, {fmt(c['ci'][1], 3)}] | "
-                     f"{fmt(c['ppl_1x'], 3)} | {fmt(c['ratio_ok'])} | {fmt(c['ppl_ok'])} |")
-    for v in ("alibi", g.get("best_rotation_only")):  # the references, side by side
-        ref = {x["multiple"]: x for x in r.get("reference_rows", []) if x["variant"] == v}
-        if ref and g.get("multiple") in ref:
-            c, base = ref[g["multiple"]], ref[min(ref)]
-            lines.append(f"| {v} (reference) | {fmt(c['estimate'], 3)} [{fmt(c['ci_low'], 3)}, {fmt(c['ci_high'], 3)}] | "
-                         f"{fmt(base.get('ppl'), 3)} | — | — |")
-    return lines + [""]
-
-
 def _bridge_section(directory: Path) -> list[str]:
-    """Beyond the paper: the bridge (rendered by ``bridge.bridge_markdown`` when it exists) and the combined variants."""
+    """Beyond the paper: the bridge and the combined variants (rendered by ``bridge.bridge_markdown``)."""
     render = _optional("simulations.transformer.bridge", "bridge_markdown")
     lines: list[str] = []
     for path in sorted((directory / "transformer").glob("bridge_*.json")):
@@ -222,8 +199,6 @@ def _bridge_section(directory: Path) -> list[str]:
             lines += ["", *str(render(r)).strip("\n").splitlines(), ""] if render else _bridge_markdown_fallback(r, path)
         except (KeyError, TypeError, ValueError):  # a result saved before the bridge's current format
             lines += _bridge_markdown_fallback(r, path)
-    for path in sorted((directory / "transformer").glob("*_combined.json")):
-        lines += _combined_section(json.loads(path.read_text()), path)
     return lines
 
 
