@@ -3,8 +3,9 @@
 #                     retrains one committed transformer run (rope, seed 0, cpu preset) and compares it
 #                     with the committed numbers: under 10 minutes on 2 cores (measured in the README)
 #   make test         set up .venv and run the test suite
-#   make transformer  retrain every C6 variant and seed from scratch into build/transformer/ and compare
-#                     (about 25 minutes on 2 cores; the committed results are not touched)
+#   make transformer  retrain every C6 variant and seed from scratch into build/transformer/ and compare,
+#                     then the far-mass control variants and the bridge there (about 25 + 50 minutes on
+#                     2 cores; the committed results are not touched)
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -31,6 +32,8 @@ spot-check: setup
 # Full retraining: every variant and seed, into a scratch folder (the committed checkpoints stay).
 transformer: setup
 	$(BIN)/stylized transformer compare --preset cpu --workers 2 --results-dir build/transformer --figure build/transformer/transformer_ppl_ratio.png
+	$(BIN)/stylized transformer combined --preset cpu --workers 2 --threads 1 --results-dir build/transformer
+	$(BIN)/stylized transformer bridge --preset cpu --threads 1 --results-dir build/transformer --figure build/transformer/transformer_bridge.png
 
 # The committed C6 artefacts: the table-lr sweep, then the comparison (retrains only what is missing).
 lr-sweep: setup
