@@ -31,6 +31,7 @@ import numpy as np
 
 __all__ = [
     "output_root",
+    "write_pair",
     "use_output_root",
     "in_source_checkout",
     "results_dir",
@@ -194,19 +195,18 @@ def rows_csv(rows: list[dict]) -> str:
     return buf.getvalue()
 
 
-def save_result(result: dict, directory: Path | None = None) -> Path:
-    """Write ``<claim>.json`` and ``<claim>.csv`` as a pair; returns the JSON path.
+def write_pair(json_path: Path, result: dict, csv_text: str) -> tuple[Path, Path]:
+    """Write ``result`` (JSON) and ``csv_text`` beside it (same stem, ``.csv``) as a pair.
 
     Both texts are serialised and written to temporary files first (a serialisation error or a full
     disk leaves the old pair untouched); then the CSV and, last, the JSON replace the old files.  The
     JSON is the commit point: :func:`load_result` rewrites a CSV that does not match its JSON's rows
     (a crash between the two replaces), so a reader never sees a mismatched pair.
     """
-    directory = Path(directory or results_dir())
-    result = to_jsonable(result)
-    path = directory / f"{result['claim']}.json"
-    texts = {path.with_suffix(".csv"): rows_csv(result["rows"]),
-             path: json.dumps(result, indent=1, sort_keys=False, allow_nan=False) + "\n"}
+    json_path = Path(json_path)
+    directory = json_path.parent
+    texts = {json_path.with_suffix(".csv"): csv_text,
+             json_path: json.dumps(to_jsonable(result), indent=1, sort_keys=False, allow_nan=False) + "\n"}
     directory.mkdir(parents=True, exist_ok=True)
     tmps: dict[Path, str] = {}
     try:
@@ -221,7 +221,14 @@ def save_result(result: dict, directory: Path | None = None) -> Path:
         for tmp in tmps.values():
             if os.path.exists(tmp):
                 os.unlink(tmp)
-    return path
+    return json_path, json_path.with_suffix(".csv")
+
+
+def save_result(result: dict, directory: Path | None = None) -> Path:
+    """Write ``<claim>.json`` and ``<claim>.csv`` as a pair (:func:`write_pair`); returns the JSON path."""
+    result = to_jsonable(result)
+    path = Path(directory or results_dir()) / f"{result['claim']}.json"
+    return write_pair(path, result, rows_csv(result["rows"]))[0]
 
 
 def _repair_csv(path: Path, result: dict) -> None:

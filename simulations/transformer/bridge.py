@@ -20,13 +20,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from collections.abc import Callable
 
 from .bridge_combined import CONTROLS, combined_table
 from .bridge_plot import plot_bridge
 from .bridge_report import bridge_markdown, summary_text
 from .bridge_run import output_root, run_bridge
+from .cli_guard import guard as cli_guard
 from .probe import DEFAULT_MULTIPLES, probe_checkpoint
 
 __all__ = ["CONTROLS", "add_parsers", "bridge_markdown", "combined_table", "main", "plot_bridge", "run_bridge",
@@ -34,22 +34,6 @@ __all__ = ["CONTROLS", "add_parsers", "bridge_markdown", "combined_table", "main
 
 
 _root = output_root  # results folder of a preset's bridge run
-
-
-def _local_guard(fn: Callable[[argparse.Namespace], int | None]) -> Callable[[argparse.Namespace], int]:
-    """``ValueError`` → one line on stderr and exit 2 (for ``python -m …bridge``; the CLI passes its own)."""
-    def run(args: argparse.Namespace) -> int:
-        if getattr(args, "threads", None):
-            import torch
-
-            torch.set_num_threads(args.threads)
-        try:
-            return fn(args) or 0
-        except ValueError as e:
-            print(f"error: {e}", file=sys.stderr)
-            raise SystemExit(2) from None
-
-    return run
 
 
 def _ints(s: str) -> list[int]:
@@ -118,7 +102,7 @@ def cmd_combined(args: argparse.Namespace) -> int:
 
 def add_parsers(sub: argparse._SubParsersAction, guard: Callable | None = None) -> None:
     """Add ``bridge``, ``combined`` and ``probe`` to the ``stylized transformer`` sub-parsers."""
-    guard = guard or _local_guard
+    guard = guard or cli_guard
     b = sub.add_parser("bridge", help="predict far mass from L ≤ L_train, map to perplexity (bridge_<preset>.json)")
     b.add_argument("--preset", default="cpu")
     b.add_argument("--results-dir", default=None)

@@ -10,28 +10,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 
 from stylized.options import Choice, Choices, Float, FloatList, Int, IntList, arg_type
 
+from .cli_guard import guard as _guard
 from .model import MAIN_VARIANTS, VARIANTS
 
 PRESET_NAMES = ("smoke", "cpu", "gpu", "paper")
 
 
-def _guard(fn: Callable[[argparse.Namespace], int | None]) -> Callable[[argparse.Namespace], int]:
-    def run(args: argparse.Namespace) -> int:
-        if getattr(args, "threads", None):
-            import torch
 
-            torch.set_num_threads(args.threads)
-        try:
-            return fn(args) or 0
-        except ValueError as e:
-            print(f"error: {e}", file=sys.stderr)
-            raise SystemExit(2) from None
-
-    return run
 
 
 def _check(name: str, value: str, allowed: tuple[str, ...]) -> None:

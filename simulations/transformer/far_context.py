@@ -267,7 +267,7 @@ def run_far_context(preset: str = "cpu", variants: list[str] | None = None, *, w
         "canonical": canonical,
         "seconds": round(time.time() - t0, 1),
     }
-    from stylized.results import atomic_write_text, to_jsonable
+    from stylized.results import write_pair
 
     flat = [{k: v for k, v in r.items() if k != "per_seed"} | {"per_seed_ratio": ";".join(
         f"{p['ratio']:.4f}" for p in r["per_seed"])} for r in rows]
@@ -275,9 +275,7 @@ def run_far_context(preset: str = "cpu", variants: list[str] | None = None, *, w
     wr = csv.DictWriter(buf, fieldnames=list(flat[0]), lineterminator="\n")
     wr.writeheader()
     wr.writerows(flat)
-    json_path, csv_path = stem.with_suffix(".json"), stem.with_suffix(".csv")
-    atomic_write_text(csv_path, buf.getvalue())
-    atomic_write_text(json_path, json.dumps(to_jsonable(result), indent=1) + "\n")
+    json_path, csv_path = write_pair(stem.with_suffix(".json"), result, buf.getvalue())
     plot_far_context(json_path, fig)
     result["files"] = {"json": str(json_path), "csv": str(csv_path), "figure": str(fig)}
     return result

@@ -249,15 +249,13 @@ def run_passkey(preset: str = "cpu", variants: list[str] | None = None, *, worke
         "canonical": canonical,
         "seconds": round(time.time() - t0, 1),
     }
-    from stylized.results import atomic_write_text, to_jsonable
+    from stylized.results import write_pair
 
     buf = io.StringIO()
     wr = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
     wr.writeheader()
     wr.writerows(rows)
-    json_path, csv_path = stem.with_suffix(".json"), stem.with_suffix(".csv")
-    atomic_write_text(csv_path, buf.getvalue())
-    atomic_write_text(json_path, json.dumps(to_jsonable(result), indent=1) + "\n")
+    json_path, csv_path = write_pair(stem.with_suffix(".json"), result, buf.getvalue())
     plot_passkey(json_path, fig)
     result["summary"] = summary
     result["files"] = {"json": str(json_path), "csv": str(csv_path), "figure": str(fig)}

@@ -1,0 +1,23 @@
+"""The transformer commands' error handling, shared by ``cli.py`` and the bridge's own ``main``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+
+def guard(fn: Callable[[argparse.Namespace], int | None]) -> Callable[[argparse.Namespace], int]:
+    """Run a sub-command: set ``--threads``; a ``ValueError`` becomes one line on stderr and exit 2."""
+    def run(args: argparse.Namespace) -> int:
+        if getattr(args, "threads", None):
+            import torch
+
+            torch.set_num_threads(args.threads)
+        try:
+            return fn(args) or 0
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            raise SystemExit(2) from None
+
+    return run
