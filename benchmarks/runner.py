@@ -130,6 +130,17 @@ def _fmt_s(x) -> str:
     return f"{x * 1e3:.2f} ms" if x < 1 else f"{x:.2f} s"
 
 
+def add_parser(sub) -> None:
+    """The ``stylized bench`` subcommand (a ``stylized.commands`` entry point: the library never imports this package)."""
+    from stylized.options import Int, arg_type
+
+    pb = sub.add_parser("bench", help="benchmarks: ratios measured side by side")
+    pb.add_argument("--json", action="store_true", help="print one JSON object")
+    pb.add_argument("--repeat", type=arg_type(Int(1, 1000)), default=5, help="repetitions per timing (median reported)")
+    pb.add_argument("--with-check-all", action="store_true", help="also time `stylized check --all --force` (in temporary dirs)")
+    pb.set_defaults(func=lambda a: main(repeat=a.repeat, as_json=a.json, with_check_all=a.with_check_all))
+
+
 def main(repeat: int = 5, as_json: bool = False, with_check_all: bool = False, small: bool = False) -> int:
     """Run the benchmarks and print a table (or one JSON object with ``--json``)."""
     res = collect_rows(repeat, small=small, with_check_all=with_check_all)

@@ -38,10 +38,11 @@ import math
 import numpy as np
 
 from stylized.bounds import alibi_far_mass_bound, far_mass_lower_bound, lambda_required
+from stylized.counter_rng import chunked_generators
 from stylized.estimators import bonferroni_level, mean_ci
 from stylized.farmass import CONTROLS, GrowthModel, growth_trials, horizon_trials
 from stylized.growth import horizon_crossing, mean_near_sum, predict_growth, ratio_of_means, wald_horizon
-from stylized.montecarlo import check_positive_int, chunked_generators, progress
+from stylized.montecarlo import check_positive_int, progress
 from stylized.options import Choice, Choices, Float, FloatList, Int, IntList
 from stylized.registry import Check, Mutant, Option, headline, register
 from stylized.weight_laws import FarLaw, near_chain

@@ -40,9 +40,10 @@ import numpy as np
 from scipy import stats
 
 from stylized.backend import array_namespace, to_numpy, xp_generator
+from stylized.counter_rng import chunked_generators
 from stylized.estimators import bonferroni_level, mean_ci, rounding_tolerance
 from stylized.families import FAMILY_NAMES, SO2Family, StepFamily
-from stylized.montecarlo import check_positive_int, chunked_generators, progress
+from stylized.montecarlo import check_positive_int, progress
 from stylized.options import Float, Int, IntList
 from stylized.registry import Check, Mutant, Option, headline, register
 from stylized.sampling import XP_CHUNK_ELEMENTS, equal_energy_query, sample_overlaps, sample_steps

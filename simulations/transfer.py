@@ -18,7 +18,7 @@ from the far law (Haar coordinate, ``μ = ₀F₁(; d/2; λ²/4)``) and the targ
 cumulant closure of exact Jacobi–Anger moments, an approximation good to ~10⁻⁵), without the run's samples.
 
 ``--backend cupy``: contexts are drawn and swept on the device, as many per chunk as
-:data:`~stylized.sampling.XP_CHUNK_ELEMENTS` allows (SO(2): :func:`~stylized.scores.so2_context_inputs_xp`
+:data:`~stylized.sampling.XP_CHUNK_ELEMENTS` allows (SO(2): :func:`~stylized.scores.so2_context_inputs`
 with the namespace form of :func:`~stylized.scores.so2_context_numpy`; O(d) families:
 :func:`~stylized.scores.transport_context_xp`); near logits and far LSEs come back per chunk, the tests run on the host.
 
@@ -36,11 +36,11 @@ from scipy import stats
 from scipy.special import logsumexp
 
 from stylized import plotting as sp
-from stylized.attention import check_lambda, scores
-from stylized.backend import to_numpy, xp_generator
+from stylized.attention import check_lambda
+from stylized.backend import array_namespace, to_numpy, xp_generator
 from stylized.bounds import far_mass_lower_bound
 from stylized.estimators import bonferroni_level, mean_ci
-from stylized.families import SO2Family, SO2Uniform, uniform_sphere
+from stylized.families import SO2Family, SO2Uniform
 from stylized.growth import predict_transfer
 from stylized.kernels import so2_context_sampled
 from stylized.montecarlo import check_positive_int
@@ -50,7 +50,6 @@ from stylized.registry import Check, Mutant, Option, headline, register
 from stylized.sampling import XP_CHUNK_ELEMENTS, equal_energy_query
 from stylized.scores import (
     so2_context_inputs,
-    so2_context_inputs_xp,
     so2_context_numba,
     so2_context_numpy,
     transport_context_xp,
@@ -65,46 +64,33 @@ TOL = {"closed form": 1e-6, "approximation": 1e-3}  # relative slack beyond the 
 
 
 def near_and_far(family, L: int, D: int, lam: float, target_n: int, trials: int, rng, backend: str,
-                 chunk: int = 2) -> tuple[np.ndarray, np.ndarray]:
+                 chunk: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``trials`` contexts of length ``L``: near logits ``λ s_n`` (``(trials, D)``, ``n < D``) and far ``log Σ e^{λ s}``.
 
-    numba with a uniform-angle SO(2) family: all contexts in one fused kernel that draws its own steps and keys
-    (:func:`stylized.kernels.so2_context_sampled`, keyed by one integer from ``rng``).  numpy/numba otherwise:
-    ``chunk`` contexts at a time from the NumPy Generator ``rng``.  cupy: drawn and swept on the
-    device, ``XP_CHUNK_ELEMENTS / (L·d/2)`` contexts per chunk (SO(2)) or ``XP_CHUNK_ELEMENTS / L`` (O(d)
-    families, whose sweep walks the route one step at a time over all of them); host arrays back.
+    Two paths.  Numba kernels: a uniform-angle SO(2) family in one fused kernel that draws its own steps and
+    keys (:func:`stylized.kernels.so2_context_sampled`, keyed by one integer from ``rng``), other SO(2)
+    families by :func:`stylized.scores.so2_context_numba` on drawn inputs.  The array-namespace path
+    otherwise (numpy, cupy, and numba for O(d) families): inputs drawn with the backend's Generator
+    (``rng`` itself for numpy), swept by :func:`stylized.scores.so2_context_numpy` or
+    :func:`stylized.scores.transport_context_xp`, ``chunk`` contexts at a time (default: as many as keep a
+    chunk's arrays within :data:`~stylized.sampling.XP_CHUNK_ELEMENTS`); host arrays back.
     """
-    d = family.d
-    q = equal_energy_query(d)
+    q = equal_energy_query(family.d)
     if backend == "numba" and isinstance(family, SO2Uniform):  # draws fused into the sweep kernel
         nr, fl = so2_context_sampled(family, L, trials, int(rng.integers(2**63)), q, lam, D, target_n)
         return lam * nr, fl
     so2 = isinstance(family, SO2Family)
-    if backend == "cupy":
-        xrng = xp_generator(backend, rng)
-        chunk = max(1, XP_CHUNK_ELEMENTS // (L * (d // 2 if so2 else 1)))
-    near = np.empty((trials, D))
-    far = np.empty(trials)
+    xp, xrng = array_namespace(backend), xp_generator(backend, rng)
+    chunk = chunk or max(1, XP_CHUNK_ELEMENTS // (L * (family.d if so2 else 1)))
+    near, far = np.empty((trials, D)), np.empty(trials)
     for s in range(0, trials, chunk):
         e = min(trials, s + chunk)
-        if backend == "cupy":
-            if so2:
-                nr, fl = so2_context_numpy(*so2_context_inputs_xp(family, L, e - s, xrng, q, target_n), lam, D)
-            else:
-                nr, fl = transport_context_xp(family, L, e - s, xrng, q, lam, D, target_n)
-            near[s:e], far[s:e] = lam * to_numpy(nr), to_numpy(fl)
-            continue
         if so2:
-            theta, dot, cross = so2_context_inputs(family, L, e - s, rng, q, target_n)
-            f = so2_context_numba if backend == "numba" else so2_context_numpy
-            nr, fl = f(theta, dot, cross, lam, D)
-            near[s:e], far[s:e] = lam * nr, fl
-            continue
-        for t in range(s, e):  # generic O(L·d) transport
-            keys = uniform_sphere(rng, (L,), d)
-            keys[L - 1 - target_n] = q
-            sc = scores(family, family.rvs(L, rng), q, keys, lam, rng)[::-1]  # by route length n
-            near[t], far[t] = sc[:D], logsumexp(sc[D:]) if L > D else -np.inf
+            sweep = so2_context_numba if backend == "numba" else so2_context_numpy
+            nr, fl = sweep(*so2_context_inputs(family, L, e - s, xrng, q, target_n, xp), lam, D)
+        else:
+            nr, fl = transport_context_xp(family, L, e - s, xrng, q, lam, D, target_n, xp)
+        near[s:e], far[s:e] = lam * to_numpy(nr), to_numpy(fl)
     return near, far
 
 

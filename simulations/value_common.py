@@ -18,9 +18,10 @@ from scipy import stats
 
 from stylized import plotting as sp
 from stylized import values as _values
+from stylized.counter_rng import chunked_generators
 from stylized.estimators import mean_ci
 from stylized.families import StepFamily
-from stylized.montecarlo import check_positive_int, chunked_generators, progress
+from stylized.montecarlo import check_positive_int, progress
 from stylized.options import Choice, Float, Int
 from stylized.registry import Mutant, Option
 from stylized.value_theory import (

@@ -19,9 +19,10 @@ from scipy import stats
 
 from stylized import plotting as sp
 from stylized import values
+from stylized.counter_rng import chunked_generators
 from stylized.estimators import mean_ci
 from stylized.families import StepFamily
-from stylized.montecarlo import check_positive_int, chunked_generators
+from stylized.montecarlo import check_positive_int
 from stylized.montecarlo import progress as bar
 from stylized.options import Int, IntList
 from stylized.registry import Check, Mutant, Option, headline, register

@@ -262,7 +262,9 @@ def chi_power_correlation(chi: np.ndarray, n: np.ndarray, weights: np.ndarray | 
     chi = np.asarray(chi, dtype=complex)
     n = np.asarray(n)
     w = np.full(chi.shape, 1.0 / chi.size) if weights is None else np.asarray(weights, dtype=float)
-    return np.real(np.power.outer(chi, n).T @ w) if n.ndim else float(np.real(chi**n) @ w)
+    if not n.ndim:
+        return float(np.real(chi**n) @ w)
+    return (w @ np.real(np.power.outer(chi, n.ravel()))).reshape(n.shape)
 
 
 @broadcasting("gamma", "eps")
@@ -293,5 +295,15 @@ def mixing_window(gamma: float, eps: float) -> float:
         return math.inf
     if gamma == 1.0:
         return 1.0
-    w = math.log(eps) / math.log1p(-gamma)
-    return float(math.ceil(w)) if math.isfinite(w) else math.inf  # γ below ~1e-308: as γ = 0
+    return float(window_from_log_rate(math.log1p(-gamma), eps))
+
+
+def window_from_log_rate(log_rate, eps: float):
+    """``⌈ln ε / ln r⌉`` for a geometric decay ``rⁿ`` given ``ln r ≤ 0`` (array or scalar): the one form of the window.
+
+    ``inf`` where ``ln r = 0`` or the ratio overflows (``r`` within ~1e-308 of 1: as ``γ = 0``).  Used by
+    :func:`mixing_window` (``r = 1 − γ``) and the per-plane windows ``W_b(ε)`` (``r = |χ_b|``).
+    """
+    with np.errstate(divide="ignore", over="ignore"):
+        w = np.divide(math.log(eps), log_rate)
+    return np.where(np.isfinite(w), np.ceil(w), np.inf)

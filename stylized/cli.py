@@ -108,14 +108,6 @@ def build_parser(load: str | None = None) -> argparse.ArgumentParser:
     pf.add_argument("--all", action="store_true", help="every figure")
     _add_output(pf, None)
 
-    _add_plugin_commands(sub, load)
-
-    pb = sub.add_parser("bench", help="benchmarks: ratios measured side by side")
-    pb.add_argument("--json", action="store_true", help="print one JSON object")
-    pb.add_argument("--repeat", type=arg_type(Int(1, 1000)), default=5, help="repetitions per timing (median reported)")
-    pb.add_argument("--with-check-all", action="store_true", help="also time `stylized check --all --force` (in temporary dirs)")
-    pb.set_defaults(func=_cmd_bench)
-
     pz = sub.add_parser("falsify", help="mutants that must flip each verdict, and false-rejection rates",
                         description="Run every check's mutants (each must turn holds false) and measure the "
                                     "false-rejection rate over seeds, at the checks' reduced sizes.")
@@ -130,21 +122,25 @@ def build_parser(load: str | None = None) -> argparse.ArgumentParser:
     from .sweep import add_parser as add_sweep
 
     add_sweep(sub)
+    _add_plugin_commands(sub, load)  # last: a plugin never shadows a built-in command
     return parser
 
 
 def _add_plugin_commands(sub, load: str | None) -> None:
     for name, value in plugins(COMMANDS_GROUP).items():
+        if name in sub.choices:  # a built-in command of that name wins
+            continue
         if name != load:
             sub.add_parser(name, help=f"{name} commands (stylized {name} --help)")
             continue
         try:
             load_plugin(value)(sub)
-        except ImportError as e:  # an optional extra (torch) is missing
-            p = sub.add_parser(name, help=f"{name} commands (needs an optional extra)")
+        except ImportError as e:  # an optional extra (torch) or the checkout's benchmarks/ is missing
+            p = sub.add_parser(name, help=f"{name} commands (needs an optional part)")
             p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-            p.set_defaults(func=lambda a, _e=e, _n=name: _fail(f"{_n}: needs an optional extra that is not installed "
-                                                               f"(the 'transformer' extra provides torch): {_e}"))
+            p.set_defaults(func=lambda a, _e=e, _n=name: _fail(
+                f"{_n}: needs a part that is not installed (transformer, spot-check: the 'transformer' extra, "
+                f"which provides torch; bench: the source checkout's benchmarks/ package): {_e}"))
 
 
 def _falsify_main(*a, **k) -> int:
@@ -311,14 +307,6 @@ def _cmd_figures(args) -> int:
             for p in paths:
                 say(f"wrote {p}", file=sys.stderr)
     return 0
-
-
-def _cmd_bench(args) -> int:
-    try:  # the benchmarks live outside the library (top-level `benchmarks/`, a source checkout)
-        from benchmarks.runner import main as bench_main
-    except ImportError:
-        return _fail("bench: needs the source checkout's benchmarks/ package (not installed with the library)")
-    return bench_main(repeat=args.repeat, as_json=args.json, with_check_all=args.with_check_all)
 
 
 def main(argv: list[str] | None = None) -> int:

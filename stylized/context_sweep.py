@@ -7,7 +7,7 @@ score is ``s_n = qᵀ P_n k_n`` and the sweep returns the near scores ``s_n`` fo
 * SO(2): :func:`so2_context_numba` (the sines and cosines of the accumulated angles come from a
   rotation recurrence ``z ← z e^{iθ}`` with a polynomial ``sincos`` that vectorises) and its
   array-namespace twin :func:`so2_context_numpy`; the inputs are drawn by :func:`so2_context_inputs`
-  (NumPy Generator) or :func:`so2_context_inputs_xp` (namespace Generator, the ``cupy`` path).  The
+  with the Generator of any array namespace (NumPy on the host, CuPy for the ``cupy`` path).  The
   fused counter-RNG kernel is :func:`stylized.kernels.so2_context_sampled`.
 * O(d) families on the array namespace: :func:`transport_context_xp` (Householder via
   :func:`stylized.transport.beta_step`, Haar kind by its exact law).
@@ -28,15 +28,15 @@ import math
 import numba
 import numpy as np
 
-from .backend import array_namespace, namespace_of
+from .backend import namespace_of
 from .counter_rng import sincos
-from .families import SO2Family, StepFamily
+from .families import SO2Family, StepFamily, uniform_sphere
 from .kernels import lse_push, renormalize_phases
 from .lse import lse_rows
-from .sampling import XP_CHUNK_ELEMENTS, _sphere_xp, sample_steps
+from .sampling import XP_CHUNK_ELEMENTS
 from .transport import beta_step
 
-__all__ = ["so2_context_numpy", "so2_context_numba", "so2_context_inputs", "so2_context_inputs_xp",
+__all__ = ["so2_context_numpy", "so2_context_numba", "so2_context_inputs",
            "transport_context_xp", "near_and_far_lse"]
 
 
@@ -100,36 +100,18 @@ def so2_context_numba(theta, dot, cross, lam, D):
     return near, far_lse
 
 
-def so2_context_inputs(family: SO2Family, L: int, size: int, rng: np.random.Generator, q: np.ndarray,
-                       target_n: int | None = None):
-    """Draw steps and keys for ``size`` contexts: ``theta``, ``dot``, ``cross`` ``(size, L, d/2)``.
+def so2_context_inputs(family: SO2Family, L: int, size: int, xrng, q: np.ndarray, target_n: int | None = None,
+                       xp=np):
+    """Draw steps and keys for ``size`` contexts: ``theta``, ``dot``, ``cross`` ``(size, L, d/2)``, with the
+    Generator ``xrng`` of the array namespace ``xp`` (NumPy on the host, CuPy on the device).
 
     Keys are uniform on ``S^{d−1}``.  Their per-plane ``(dot_b, cross_b)`` is drawn directly: a uniform
     key is invariant in law under block rotations, so ``(dot_b, cross_b) =_d |q_b| (k_{b,x}, k_{b,y})``
     (one pass less than :func:`plane_dot_cross`).  If ``target_n`` is given the key at route length
     ``target_n`` is ``q`` itself (``dot_b = |q_b|²``, ``cross_b = 0``).
     """
-    d = family.d
-    theta = family.rvs(size * L, rng).reshape(size, L, d // 2)
-    k = rng.standard_normal((size, L, d))
-    k *= (1.0 / np.sqrt(np.einsum("tld,tld->tl", k, k)))[..., None]
-    qn = np.hypot(q[0::2], q[1::2])
-    dot = k[..., 0::2] * qn
-    cross = k[..., 1::2] * qn
-    if target_n is not None:
-        dot[:, L - 1 - target_n] = qn**2
-        cross[:, L - 1 - target_n] = 0.0
-    return theta, dot, cross
-
-
-def so2_context_inputs_xp(family: SO2Family, L: int, size: int, xrng, q: np.ndarray, target_n: int | None = None):
-    """:func:`so2_context_inputs` on the device (the ``cupy`` path): ``theta``, ``dot``, ``cross`` ``(size, L, d/2)``
-    drawn with the namespace Generator ``xrng``, by the same construction (isotropic keys, so
-    ``(dot_b, cross_b) =_d |q_b| (k_{b,x}, k_{b,y})`` for a uniform key ``k``; planted target ``k = q``).
-    """
-    xp = array_namespace("cupy")
-    theta = sample_steps(family, (size, L), xrng, "cupy")
-    k = _sphere_xp(xrng, xp, (size, L), family.d)
+    theta = family.sample(xrng, (size, L), xp)
+    k = uniform_sphere(xrng, (size, L), family.d, xp)
     qn = xp.asarray(np.hypot(q[0::2], q[1::2]))
     dot, cross = k[..., 0::2] * qn, k[..., 1::2] * qn
     if target_n is not None:
@@ -139,8 +121,8 @@ def so2_context_inputs_xp(family: SO2Family, L: int, size: int, xrng, q: np.ndar
 
 
 def transport_context_xp(family: StepFamily, L: int, size: int, xrng, q: np.ndarray, lam: float, D: int,
-                         target_n: int | None = None):
-    """The attention sweep for O(d) families on the device (the ``cupy`` path of ``transfer``).
+                         target_n: int | None = None, xp=np):
+    """The attention sweep for O(d) families in the array namespace ``xp`` (NumPy, or CuPy on the device).
 
     ``size`` contexts of length ``L``: unit keys uniform on ``S^{d−1}`` (the key at route length ``target_n``
     is ``q``) and i.i.d. steps, all drawn with the namespace Generator ``xrng`` in blocks of steps.  The route
@@ -149,7 +131,6 @@ def transport_context_xp(family: StepFamily, L: int, size: int, xrng, q: np.ndar
     norm ``|q|`` at a Haar step).  Returns, like :func:`so2_context_numpy`, ``near`` ``(size, D)`` scores and
     ``far_lse`` ``(size,)`` = ``log Σ_{n≥D} e^{λ s_n}``, in the namespace (memory ``O(size·L)``).
     """
-    xp = array_namespace("cupy")
     d = family.d
     qd = xp.asarray(q)
     u = xp.broadcast_to(qd, (size, d)).copy()
@@ -157,11 +138,11 @@ def transport_context_xp(family: StepFamily, L: int, size: int, xrng, q: np.ndar
     block = max(1, XP_CHUNK_ELEMENTS // (size * d))
     for start in range(0, L, block):
         m = min(block, L - start)
-        keys = _sphere_xp(xrng, xp, (size, m), d)
+        keys = uniform_sphere(xrng, (size, m), d, xp)
         if target_n is not None and start <= target_n < start + m:
             keys[:, target_n - start] = qd
-        steps = sample_steps(family, (size, m), xrng, "cupy")  # unit w, or the Haar-step mask
-        fresh = None if family.kind == "householder" else float(np.linalg.norm(q)) * _sphere_xp(xrng, xp, (size, m), d)
+        steps = family.sample(xrng, (size, m), xp)  # unit w, or the Haar-step mask
+        fresh = None if family.kind == "householder" else float(np.linalg.norm(q)) * uniform_sphere(xrng, (size, m), d, xp)
         for t in range(m):
             s[:, start + t] = xp.sum(u * keys[:, t], axis=1)
             if fresh is None:

@@ -1,4 +1,4 @@
-"""The RNG module: seeding (:func:`as_generator`, :func:`stream_keys`) and counter-based random numbers
+"""The RNG module: seeding (:func:`as_generator`, :func:`chunked_generators`, :func:`stream_keys`) and counter-based random numbers
 inside Numba kernels, in a form LLVM can vectorise.
 
 The ``t``-th draw of a stream with key ``K`` is the SplitMix64 output
@@ -35,6 +35,7 @@ True
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import numba
 import numpy as np
@@ -43,7 +44,7 @@ from numba import uint64
 from numba.core import types
 from numba.extending import intrinsic
 
-__all__ = ["as_generator", "GOLDEN", "mix64", "mix64_np", "draw", "draw_np", "zero_based_key", "box_muller", "box_muller_np",
+__all__ = ["as_generator", "chunked_generators", "GOLDEN", "mix64", "mix64_np", "draw", "draw_np", "zero_based_key", "box_muller", "box_muller_np",
            "unit_from_high_np", "normals", "unit_open", "unit_from_high", "unit_from_low", "log_unit", "sincos",
            "stream_keys", "splitmix64_reference"]
 
@@ -75,6 +76,22 @@ def as_generator(random_state: int | np.random.Generator | np.random.SeedSequenc
     if isinstance(random_state, np.random.Generator):
         return random_state
     return np.random.default_rng(random_state)
+
+
+def chunked_generators(trials: int, seed: int, chunk: int = 256) -> Iterator[tuple[int, np.random.Generator]]:
+    """Yield ``(size, Generator)`` for consecutive chunks covering ``trials`` trials.
+
+    Each chunk has its own Generator spawned from ``SeedSequence(seed)``, so a result depends on the seed
+    and the chunk size only, never on the number of threads or processes that ran the chunks.
+
+    >>> [n for n, _ in chunked_generators(1000, seed=0, chunk=256)]
+    [256, 256, 256, 232]
+    """
+    if isinstance(trials, bool) or not isinstance(trials, (int, np.integer)) or trials < 1:
+        raise ValueError(f"trials must be an integer ≥ 1, got {trials!r}")
+    n_chunks = -(-int(trials) // chunk)
+    for c, ss in enumerate(np.random.SeedSequence(seed).spawn(n_chunks)):
+        yield min(chunk, trials - c * chunk), np.random.default_rng(ss)
 
 
 def draw_np(key, t):

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.stats import ortho_group
 
-from .bounds import mixing_window
+from .bounds import chi_power_correlation, mixing_window, window_from_log_rate
 from .counter_rng import as_generator  # noqa: F401  (re-exported: seeding lives in the RNG module)
 from .family_args import FAMILY_ARG_RANGES, validate_family_args
 
@@ -108,7 +108,12 @@ class StepFamily:
 
     # -- sampling ---------------------------------------------------------------------
     def rvs(self, size: int, random_state=None) -> np.ndarray:
-        """Draw ``size`` steps in the family's structured form."""
+        """Draw ``size`` steps in the family's structured form (NumPy): :meth:`sample` with shape ``(size,)``."""
+        return self.sample(as_generator(random_state), (int(size),))
+
+    def sample(self, xrng, shape: tuple, xp=np):
+        """Steps of shape ``shape`` plus the family's trailing axis, drawn with the Generator ``xrng`` of the
+        array namespace ``xp`` (NumPy, or CuPy on a GPU): the family's one sampler, for every backend."""
         raise NotImplementedError
 
     def dense(self, draws: np.ndarray, random_state=None) -> np.ndarray:
@@ -159,8 +164,7 @@ class SO2Family(StepFamily):
     def mean_overlap(self, q: np.ndarray, n) -> np.ndarray | float:
         """``qᵀE[M]ⁿq = Σ_b (q_{2b}² + q_{2b+1}²) Re χ_bⁿ`` (no dense matrices)."""
         q = np.asarray(q, dtype=float)
-        w = q[0::2] ** 2 + q[1::2] ** 2
-        out = w @ np.real(np.power.outer(self.chi(), np.ravel(n).astype(float)))
+        out = chi_power_correlation(self.chi(), np.ravel(n).astype(float), q[0::2] ** 2 + q[1::2] ** 2)
         return float(out[0]) if np.ndim(n) == 0 else out.reshape(np.shape(n))
 
     def plane_windows(self, eps: float) -> np.ndarray:
@@ -169,7 +173,7 @@ class SO2Family(StepFamily):
             raise ValueError(f"eps must lie in (0, 1), got {eps!r}")
         a = np.abs(self.chi())
         with np.errstate(divide="ignore"):
-            w = np.where(a < 1.0, np.ceil(np.log(eps) / np.log(np.minimum(a, 1.0))), np.inf)
+            w = window_from_log_rate(np.log(np.minimum(a, 1.0)), eps)
         return np.where(a <= 0.0, 1.0, w)
 
     def mean_power(self, n: int) -> np.ndarray:
@@ -219,10 +223,8 @@ class SO2Uniform(SO2Family):
     def chi(self) -> np.ndarray:
         return _sinc(self.omegas).astype(complex)
 
-    def rvs(self, size: int, random_state=None) -> np.ndarray:
-        rng = as_generator(random_state)
-        om = self.omegas
-        return rng.uniform(-1.0, 1.0, size=(int(size), self.d // 2)) * om
+    def sample(self, xrng, shape: tuple, xp=np):
+        return xrng.uniform(-1.0, 1.0, size=tuple(shape) + (self.d // 2,)) * xp.asarray(self.omegas)
 
 
 @dataclass(frozen=True)
@@ -259,16 +261,18 @@ class SO2Normal(SO2Family):
         validate_family_args("so2-normal", self.d, sigma=self.sigma, mu=self.mu)
         object.__setattr__(self, "name", "so2-normal")
 
+    def _mu_sigma(self) -> tuple[np.ndarray, np.ndarray]:
+        B = self.d // 2
+        return (np.broadcast_to(np.asarray(self.mu, dtype=float), (B,)).copy(),
+                np.broadcast_to(np.asarray(self.sigma, dtype=float), (B,)).copy())
+
     def chi(self) -> np.ndarray:
-        sg = np.broadcast_to(np.asarray(self.sigma, dtype=float), (self.d // 2,))
-        mu = np.broadcast_to(np.asarray(self.mu, dtype=float), (self.d // 2,))
+        mu, sg = self._mu_sigma()
         return np.exp(-0.5 * sg**2) * np.exp(1j * mu)
 
-    def rvs(self, size: int, random_state=None) -> np.ndarray:
-        rng = as_generator(random_state)
-        sg = np.broadcast_to(np.asarray(self.sigma, dtype=float), (self.d // 2,))
-        mu = np.broadcast_to(np.asarray(self.mu, dtype=float), (self.d // 2,))
-        return mu + sg * rng.standard_normal((int(size), self.d // 2))
+    def sample(self, xrng, shape: tuple, xp=np):
+        mu, sg = self._mu_sigma()
+        return xp.asarray(mu) + xp.asarray(sg) * xrng.standard_normal(tuple(shape) + (self.d // 2,))
 
 
 @dataclass(frozen=True, eq=False)
@@ -294,22 +298,28 @@ class TokenAngles(SO2Family):
     def chi(self) -> np.ndarray:
         return self.probs @ np.exp(1j * self.table)
 
+    def sample_tokens(self, xrng, shape: tuple, xp=np):
+        """Tokens ``x_t ~ probs`` by inverse CDF (NumPy's ``Generator.choice`` with ``p``, draw for draw)."""
+        cdf = xp.asarray(np.cumsum(self.probs))
+        cdf /= cdf[-1]
+        return xp.minimum(xp.searchsorted(cdf, xrng.random(tuple(shape)), side="right"), cdf.shape[0] - 1)
+
     def rvs_tokens(self, size: int, random_state=None) -> tuple[np.ndarray, np.ndarray]:
-        rng = as_generator(random_state)
-        x = rng.choice(self.table.shape[0], size=int(size), p=self.probs)
+        x = self.sample_tokens(as_generator(random_state), (int(size),))
         return x, self.table[x]
 
-    def rvs(self, size: int, random_state=None) -> np.ndarray:
-        return self.rvs_tokens(size, random_state)[1]
+    def sample(self, xrng, shape: tuple, xp=np):
+        return xp.asarray(self.table)[self.sample_tokens(xrng, shape, xp)]
 
 
 # ---------------------------------------------------------------------------------------
 # O(d) families
 # ---------------------------------------------------------------------------------------
-def uniform_sphere(rng: np.random.Generator, shape: tuple, d: int) -> np.ndarray:
-    """Uniform unit vectors on ``S^{d−1}``: normalised Gaussians, shape ``shape + (d,)``."""
+def uniform_sphere(rng, shape: tuple, d: int, xp=np):
+    """Uniform unit vectors on ``S^{d−1}``: normalised Gaussians, shape ``shape + (d,)``, drawn with the
+    Generator ``rng`` of the array namespace ``xp``."""
     g = rng.standard_normal(tuple(shape) + (d,))
-    return g / np.linalg.norm(g, axis=-1, keepdims=True)
+    return g / xp.sqrt(xp.sum(g * g, axis=-1, keepdims=True))
 
 
 @dataclass(frozen=True)
@@ -348,8 +358,8 @@ class Householder(_ScalarMean):
         """``γ = 2/d`` (closed form)."""
         return 2.0 / self.d
 
-    def rvs(self, size: int, random_state=None) -> np.ndarray:
-        return uniform_sphere(as_generator(random_state), (int(size),), self.d)
+    def sample(self, xrng, shape: tuple, xp=np):
+        return uniform_sphere(xrng, shape, self.d, xp)
 
     def dense(self, draws: np.ndarray, random_state=None) -> np.ndarray:
         w = np.asarray(draws, dtype=float)
@@ -378,8 +388,8 @@ class LazyHaar(_ScalarMean):
         """``γ = p`` (closed form; ``1`` for Haar)."""
         return float(self.p)
 
-    def rvs(self, size: int, random_state=None) -> np.ndarray:
-        return as_generator(random_state).random(int(size)) < self.p
+    def sample(self, xrng, shape: tuple, xp=np):
+        return xrng.random(tuple(shape)) < self.p
 
     def dense(self, draws: np.ndarray, random_state=None) -> np.ndarray:
         mask = np.asarray(draws, dtype=bool)

@@ -32,7 +32,7 @@ from .weight_laws import (
 )
 
 __all__ = ["wald_horizon", "forget_gate_mean", "control_factor", "control_lambda", "mean_near_sum", "predict_growth",
-           "ratio_of_means", "horizon_crossing", "predict_transfer"]
+           "ratio_of_means", "horizon_crossing", "predict_transfer", "geometric_sum"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -62,6 +62,15 @@ def forget_gate_mean(gate: float, sd: float) -> float:
         return float(np.sum(w / (1.0 + np.exp(-(gate + sd * x)))) / math.sqrt(2 * math.pi))
 
 
+def geometric_sum(r: float, start: int, stop: int, power: int = 1) -> float:
+    """``Σ_{start ≤ n < stop} r^{kn}`` (``k = power``, ``0 < r < 1``) as ``r^{k·start} (1 − r^{k(stop−start)})/(1 − r^k)``.
+
+    The far weight of the controls with ``c_n = r^n`` (ALiBi ``r = e^{−m}``, the forget gate's mean ``φ``)
+    summed over far route lengths; ``expm1`` keeps it accurate for ``r`` near 1.
+    """
+    return r ** (power * start) * -math.expm1(power * (stop - start) * math.log(r)) / (1 - r**power)
+
+
 # ---------------------------------------------------------------------------------------
 # the growth model's predicted ρ_D(L) per control
 # ---------------------------------------------------------------------------------------
@@ -85,8 +94,7 @@ def _far_terms(far: FarLaw, c_of_n, D: int, Ls: np.ndarray, sig: np.ndarray, lam
         if L <= n_cut:
             out_lp[k], out_tl[k] = lp[L - D - 1], tl[L - D - 1]
             continue
-        g1 = r**n_cut * -np.expm1((L - n_cut) * math.log(r)) / (1 - r)  # Σ_{n_cut ≤ n < L} r^n
-        g2 = r ** (2 * n_cut) * -np.expm1(2 * (L - n_cut) * math.log(r)) / (1 - r * r)
+        g1, g2 = geometric_sum(r, n_cut, L), geometric_sum(r, n_cut, L, power=2)
         out_lp[k] = lp[-1] - sig * mu * g1 + 0.5 * sig**2 * m2 * g2
         out_tl[k] = tl[-1] + mu * g1 - sig * (m2 - mu * mu) * g2
     return out_lp, out_tl
@@ -166,7 +174,7 @@ def ratio_of_means(model, Ls, control: str, far_law=FarLaw, chain=None) -> np.nd
     for k, L in enumerate(Ls):
         lm = control_lambda(model, control, int(L))
         far = far_law(lm, model.family.d)
-        EF = far.mean * ((L - model.D) if r is None else r**model.D * -math.expm1((L - model.D) * math.log(r)) / (1 - r))
+        EF = far.mean * ((L - model.D) if r is None else geometric_sum(r, model.D, L))
         out[k] = EF / (EF + mean_near_sum(model, lm, r, chain, far))
     return out
 

@@ -11,7 +11,8 @@ and :func:`kernel` picks one by backend name.
   with the accumulated route angle ``A_{j,b} = Σ_{s=j+1}^{i} θ_{s,b}`` (query at ``i = L−1``):
   ``qᵀ P_{j→i} k_j`` for SO(2) steps without forming any vector.
 * :func:`beta_step_nb`: the step ``u − β w (w·u)`` (Householder ``β = 2``, contraction ``β < 2``), written
-  once for every Numba kernel (the fused counter kernels keep it on the split Box–Muller layout).
+  once for every Numba kernel, the fused counter kernels included (they lay each step's normals out as one
+  contiguous ``g`` and call it with ``nn = ||g||²``).
 * ``householder_queries``: ``u_j = P_{j→i}ᵀ q`` by rank-one updates ``u_j = M_{j+1} u_{j+1}``.
 * ``householder_overlaps``: ``qᵀ P_n q`` along a chain of reflections for many trials at
   the route lengths ``ns`` (the mixing check's estimator).
@@ -48,6 +49,7 @@ from .counter_rng import (
     unit_from_low,
     unit_open,
 )
+from .lse import lse_push
 from .transport import beta_step, iter_route_queries, route_angles, route_queries
 from .transport_reference import position_to_route
 
@@ -148,22 +150,24 @@ def householder_chain_numba(key, u0, U, start_row):
 
     With ``start_row`` the chain starts at ``U[m−1] = u0``; otherwise ``u0`` is the row
     just after ``U`` and ``U[m−1] = H u0``.  Then ``U[j] = H_{j+1} U[j+1]``, ``H = I − 2 w wᵀ``,
-    ``w = g/||g||``: ``U[j] = U[j+1] − 2 g (g·U[j+1]) / ||g||²`` (``w`` is never stored).  The
-    ``t``-th step's standard normal ``g`` comes from the Box–Muller pairs ``tP … tP + P − 1``
-    (``P = ⌈d/2⌉``) of the counter stream ``key`` (:func:`stylized.counter_rng.box_muller`): pair
-    ``tP + p`` gives ``(g_p, g_{P+p})``; for odd ``d`` the last ``sin`` is unused.
+    ``w = g/||g||``: ``U[j] = U[j+1] − 2 g (g·U[j+1]) / ||g||²`` (:func:`beta_step_nb` with
+    ``nn = ||g||²``; ``w`` is never stored).  The ``t``-th step's standard normal ``g`` comes from the
+    Box–Muller pairs ``tP … tP + P − 1`` (``P = ⌈d/2⌉``) of the counter stream ``key``
+    (:func:`stylized.counter_rng.box_muller`): pair ``tP + p`` gives ``(g_p, g_{P+p})``; for odd ``d``
+    the last ``sin`` is unused.  The pairs of 64 steps are drawn in one flat SIMD loop (``cos`` and
+    ``sin`` halves apart), then laid out per step as a contiguous ``g`` (row ``t`` of ``G``, the ``cos``
+    half then the ``sin`` half) while ``||g||²`` is summed, off the sequential chain.
     """
     m, d = U.shape
     P = (d + 1) // 2
     blk = 64  # steps whose normals are drawn in one flat SIMD loop
     gc = np.empty(blk * P)  # g_0 … g_{P−1} of each step
-    gs = np.empty(blk * P)  # g_P … g_{d−1} (the last is unused for odd d)
+    gs = np.empty(blk * P)  # g_P … g_{d−1} (for odd d the last is unused, set to 0)
     gc2 = gc.reshape((blk, P))
     gs2 = gs.reshape((blk, P))
-    two_over = np.empty(blk)
-    ua = u0[:P].copy()  # the route vector, split the same way
-    ub = np.zeros(P)
-    ub[: d - P] = u0[P:]
+    G = np.empty((blk, 2 * P))  # row t: the step's g = G[t, :d]
+    nn = np.empty(blk)
+    u = u0.copy()  # the route vector, carried in float64
     first = m - 1
     if start_row:
         U[m - 1] = u0
@@ -177,23 +181,19 @@ def householder_chain_numba(key, u0, U, start_row):
         if d < 2 * P:
             for tt in range(nb):
                 gs2[tt, P - 1] = 0.0
-        for tt in range(nb):  # 2/||g||² off the sequential chain
-            nn = 0.0
+        for tt in range(nb):  # contiguous g and ||g||², off the sequential chain
+            s = 0.0
             for p in range(P):
-                nn += gc2[tt, p] * gc2[tt, p] + gs2[tt, p] * gs2[tt, p]
-            two_over[tt] = 2.0 / nn
+                a, b = gc2[tt, p], gs2[tt, p]
+                G[tt, p] = a
+                G[tt, P + p] = b
+                s += a * a + b * b
+            nn[tt] = s
         for tt in range(nb):
-            c = 0.0
-            for p in range(P):
-                c += gc2[tt, p] * ua[p] + gs2[tt, p] * ub[p]
-            f = c * two_over[tt]
-            row = j0 - tt
-            for p in range(P):
-                ua[p] -= f * gc2[tt, p]
-                ub[p] -= f * gs2[tt, p]
-                U[row, p] = ua[p]
-            for p in range(d - P):
-                U[row, P + p] = ub[p]
+            beta_step_nb(u, G[tt, :d], 2.0, nn[tt])
+            row = U[j0 - tt]
+            for i in range(d):  # an explicit loop: measured faster than Numba's `U[j] = u` here
+                row[i] = u[i]
 
 
 def householder_chain_normals(key: int, steps: int, d: int) -> np.ndarray:
@@ -288,14 +288,6 @@ def householder_route(q: np.ndarray, L: int, seed: int | np.random.SeedSequence 
     for job in jobs:
         job.result()
     return U
-
-
-@numba.njit(inline="always")
-def lse_push(m, acc, x):
-    """One step of a streamed log-sum-exp: ``(m, acc)`` with ``LSE = m + ln acc`` absorbs the logit ``x``."""
-    if x > m:
-        return x, acc * math.exp(m - x) + 1.0
-    return m, acc + math.exp(x - m)
 
 
 @numba.njit(inline="always")

@@ -213,9 +213,19 @@ def _declared_in_checkout(group: str) -> dict[str, str]:
 
 
 def load_plugin(value: str):
-    """The object named by ``"module:attr"`` (or the module, without ``:attr``)."""
+    """The object named by ``"module:attr"`` (or the module, without ``:attr``).
+
+    A package that sits in the source checkout but is not installed (``benchmarks/``) is imported from the
+    checkout: its root joins ``sys.path`` only then."""
     module, _, attr = value.partition(":")
-    obj = importlib.import_module(module)
+    top = module.split(".")[0]
+    try:
+        obj = importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name != top or not (_ROOT / top / "__init__.py").exists():
+            raise
+        sys.path.append(str(_ROOT))
+        obj = importlib.import_module(module)
     for part in filter(None, attr.split(".")):
         obj = getattr(obj, part)
     return obj

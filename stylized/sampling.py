@@ -9,13 +9,15 @@ chain of i.i.d. steps per trial, using each family's structure:
   the transported query is uniform on ``S^{d−1}``, so ``qᵀ P_n q`` is one coordinate of
   a uniform point, drawn directly as ``2·Beta((d−1)/2, (d−1)/2) − 1`` in O(1).
 
-``backend="cupy"`` runs the same computations through the array namespace
-(:func:`_sample_overlaps_xp`, which also serves ``qᵀ P_n k`` for :func:`stylized.scores.far_scores`)
-with CuPy's random Generator, seeded from the NumPy Generator it is given; the route is walked
-in blocks of steps, so memory is ``O(size·block·d)`` however long the route.  CuPy's streams
+Two backends: the Numba kernel (Householder under ``numba``) and the array-namespace path
+(:func:`_sample_overlaps_xp`, which also serves ``qᵀ P_n k`` for :func:`stylized.scores.far_scores`),
+run with NumPy (``numpy``, and ``numba`` where there is no kernel) or with CuPy's random Generator
+seeded from the NumPy Generator it is given (``cupy``); the route is walked in blocks of steps, so
+memory is ``O(size·block·d)`` however long the route.  CuPy's streams
 differ from NumPy's: compare backends in distribution, or on identical inputs.
-:func:`sample_steps` draws structured steps ``M_t`` for any backend (``family.rvs`` on the host,
-the namespace samplers on the device); ``XP_CHUNK_ELEMENTS`` bounds a device array per chunk.
+:func:`sample_steps` draws structured steps ``M_t`` for any backend (each family's one sampler,
+:meth:`stylized.families.StepFamily.sample`, in the backend's namespace); ``XP_CHUNK_ELEMENTS`` bounds
+a device array per chunk.
 
 :func:`sample_far_route` draws the transported vector ``P_n q`` itself for Haar-kind
 families from the exact law (``O(d)`` per trial); :func:`sample_far_route_dense` is the
@@ -25,7 +27,7 @@ Example
 -------
 >>> from stylized.families import make_family
 >>> x = sample_overlaps(make_family("haar", d=8), [0, 1, 5], 4, random_state=0)
->>> x.shape, bool((x[:, 0] == 1).all())
+>>> x.shape, bool(np.allclose(x[:, 0], 1.0))  # n = 0: qᵀq = 1 up to rounding
 ((4, 3), True)
 """
 
@@ -36,7 +38,7 @@ import math
 import numpy as np
 
 from .backend import array_namespace, to_numpy, xp_generator
-from .families import SO2Family, SO2Normal, SO2Uniform, StepFamily, TokenAngles, as_generator, uniform_sphere
+from .families import SO2Family, StepFamily, as_generator, uniform_sphere
 from .kernels import kernel
 from .transport import beta_step
 from .transport_reference import route_product
@@ -69,26 +71,12 @@ def haar_coordinates(rng, shape, d: int):
 def sample_steps(family: StepFamily, shape: tuple, xrng, backend: str = "numpy"):
     """Structured i.i.d. steps ``M_t`` of shape ``shape`` plus the family's own trailing axis.
 
-    numpy/numba: ``family.rvs`` on the NumPy Generator ``xrng`` (each family's NumPy stream, unchanged).
-    cupy: drawn on the device with the namespace Generator ``xrng``: plane angles ``θ`` (SO(2)),
-    unit reflection vectors ``w`` (Householder) or the Haar-step mask (Haar kind).
+    The family's one sampler (:meth:`StepFamily.sample`) in the backend's array namespace: NumPy for
+    numpy/numba (``xrng`` a NumPy Generator; the same draws as ``family.rvs``), CuPy for cupy (``xrng`` a
+    CuPy Generator): plane angles ``θ`` (SO(2)), unit reflection vectors ``w`` (Householder) or the
+    Haar-step mask (Haar kind).
     """
-    shape = tuple(int(x) for x in shape)
-    if backend != "cupy":
-        x = family.rvs(math.prod(shape), xrng)
-        return x.reshape(shape + x.shape[1:])
-    xp = array_namespace("cupy")
-    if isinstance(family, SO2Family):
-        return _angles_xp(family, xrng, xp, shape)
-    if family.kind == "householder":
-        return _sphere_xp(xrng, xp, shape, family.d)
-    return xrng.random(shape) < family.p
-
-
-def _sphere_xp(xrng, xp, shape: tuple, d: int):
-    """Uniform unit vectors on ``S^{d−1}`` of shape ``shape + (d,)``: normalised Gaussians from ``xrng``."""
-    g = xrng.standard_normal(size=tuple(shape) + (d,))
-    return g / xp.sqrt(xp.sum(g * g, axis=-1, keepdims=True))
+    return family.sample(xrng, tuple(int(x) for x in shape), array_namespace(backend))
 
 
 def _check_ns(ns) -> np.ndarray:
@@ -104,66 +92,31 @@ def sample_overlaps(family: StepFamily, ns, size: int, random_state=None, backen
                     q: np.ndarray | None = None) -> np.ndarray:
     """``size`` independent chains; returns ``(size, len(ns))`` samples of ``qᵀ P_n q``.
 
-    ``q`` defaults to :func:`equal_energy_query`.  ``E[qᵀ P_n q] = qᵀ E[M]^n q``.
+    ``q`` defaults to :func:`equal_energy_query`.  ``E[qᵀ P_n q] = qᵀ E[M]^n q``.  Two paths: the Numba
+    kernel (Householder under ``numba``: unit ``w`` from ``family.rvs``) and the array-namespace path
+    (:func:`_sample_overlaps_xp`) for everything else, with NumPy (numpy, and numba where no kernel exists)
+    or CuPy.
     """
     ns = _check_ns(ns)
-    if backend == "cupy":
-        xrng = xp_generator("cupy", as_generator(random_state))
-        return to_numpy(_sample_overlaps_xp(family, ns, size, xrng, array_namespace("cupy"), q))
     rng = as_generator(random_state)
-    d = family.d
-    q = equal_energy_query(d) if q is None else np.asarray(q, dtype=float)
-    nmax = int(ns[-1])
-    out = np.ones((size, ns.size))
-    if nmax == 0:
-        return out * (q @ q)
-    if isinstance(family, SO2Family):
-        theta = family.rvs(size * nmax, rng).reshape(size, nmax, d // 2)
-        A = np.cumsum(theta, axis=1)
-        w = q[0::2] ** 2 + q[1::2] ** 2
-        pos = ns[ns > 0] - 1
-        out[:, ns > 0] = np.cos(A[:, pos, :]) @ w
-        out[:, ns == 0] = q @ q
-        return out
-    if family.kind == "householder":
-        w = family.rvs(size * nmax, rng).reshape(size, nmax, d)
+    if backend == "numba" and family.kind == "householder":
+        q = equal_energy_query(family.d) if q is None else np.asarray(q, dtype=float)
+        nmax = int(ns[-1])
+        w = family.rvs(size * nmax, rng).reshape(size, nmax, family.d)
         return kernel("householder_overlaps", backend)(w, q, ns)
-    # Haar kind (exact law); q must be a unit vector here.
-    mask = family.rvs(size * nmax, rng).reshape(size, nmax)
-    coords = haar_coordinates(rng, (size, nmax), d)
-    last = np.maximum.accumulate(np.where(mask, np.arange(nmax), -1), axis=1)
-    for c, n in enumerate(ns):
-        if n == 0:
-            continue
-        li = last[:, n - 1]
-        out[:, c] = np.where(li < 0, 1.0, coords[np.arange(size), np.maximum(li, 0)])
-    return out
+    xp = array_namespace(backend)
+    return to_numpy(_sample_overlaps_xp(family, ns, size, xp_generator(backend, rng), xp, q))
 
 
 # ---------------------------------------------------------------------------------------
 # Array-namespace path (CuPy on a GPU; runs with NumPy too, which is how it is tested here)
 # ---------------------------------------------------------------------------------------
-def _angles_xp(family: SO2Family, xrng, xp, shape: tuple):
-    """Plane angles ``θ`` of shape ``shape + (d/2,)`` drawn with the namespace's Generator ``xrng``."""
-    B = family.d // 2
-    if isinstance(family, SO2Uniform):
-        return xrng.uniform(-1.0, 1.0, size=shape + (B,)) * xp.asarray(family.omegas)
-    if isinstance(family, SO2Normal):
-        sg = xp.asarray(np.broadcast_to(np.asarray(family.sigma, dtype=float), (B,)).copy())
-        mu = xp.asarray(np.broadcast_to(np.asarray(family.mu, dtype=float), (B,)).copy())
-        return mu + sg * xrng.standard_normal(shape + (B,))
-    if isinstance(family, TokenAngles):  # inverse CDF over the vocabulary
-        cdf = xp.asarray(np.cumsum(family.probs))
-        idx = xp.minimum(xp.searchsorted(cdf, xrng.random(shape), side="right"), cdf.shape[0] - 1)
-        return xp.asarray(family.table)[idx]
-    raise ValueError(f"family {family.name!r} has no array-namespace sampler")
-
-
-def _sample_overlaps_xp(family: StepFamily, ns: np.ndarray, size: int, xrng, xp, q=None, block: int = 64, *, k=None):
+def _sample_overlaps_xp(family: StepFamily, ns: np.ndarray, size: int, xrng, xp, q=None, block: int | None = None, *,
+                        k=None):
     """:func:`sample_overlaps` through the array namespace ``xp`` with its Generator ``xrng``: ``qᵀ P_n k``.
 
     ``k`` defaults to ``q`` (then ``qᵀ P_n q``).  SO(2): accumulated angles ``A_n``, walked in blocks of
-    at most ``block`` steps (fewer where ``size·block·d/2`` would pass :data:`XP_CHUNK_ELEMENTS`),
+    at most ``block`` steps (default and cap: as many as keep ``size·block·d/2`` within :data:`XP_CHUNK_ELEMENTS`),
     ``s = Σ_b cos(A_b) dot_b + sin(A_b) cross_b``.  Householder: the rank-one update
     ``u ← u − 2 g (g·u)/||g||²`` (:func:`stylized.transport.beta_step`) from ``u = k`` with Gaussian ``g``, one step at a time over all trials.
     Haar kind: the exact joint law over the route lengths — between consecutive ``n_{k−1} < n_k`` a Haar
@@ -195,11 +148,12 @@ def _sample_overlaps_xp(family: StepFamily, ns: np.ndarray, size: int, xrng, xp,
     if isinstance(family, SO2Family):
         dot = xp.asarray(qh[0::2] * kh[0::2] + qh[1::2] * kh[1::2])
         cross = None if k is None else xp.asarray(qh[1::2] * kh[0::2] - qh[0::2] * kh[1::2])
-        block = max(1, min(block, XP_CHUNK_ELEMENTS // max(1, size * (d // 2))))
+        fit = max(1, XP_CHUNK_ELEMENTS // max(1, size * (d // 2)))
+        block = fit if block is None else max(1, min(block, fit))
         A = xp.zeros((size, d // 2))
         for start in range(0, nmax, block):
             m = min(block, nmax - start)
-            Ab = A[:, None, :] + xp.cumsum(_angles_xp(family, xrng, xp, (size, m)), axis=1)
+            Ab = A[:, None, :] + xp.cumsum(family.sample(xrng, (size, m), xp), axis=1)
             for t in range(m):
                 if start + t + 1 in want:
                     s = xp.cos(Ab[:, t, :]) @ dot

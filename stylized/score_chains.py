@@ -14,8 +14,10 @@ equal ``k`` (the far copies of the target key in the score-gap check).  Every st
   ``R``'s diagonal positive (Stewart 1980; Mezzadri 2007) — applied as ``Qᵀu`` without being stored:
   ``d(d+1)/2`` normals and ``O(d²)`` per Haar step.  No exact-law shortcut anywhere.
 
-The reflection ``u − β w (w·u)`` is :func:`stylized.transport.beta_step` in the namespace twins; the fused
-Numba kernels keep it inline on their split (Box–Muller halves) or peeled (Householder QR) layouts.
+The reflection ``u − β w (w·u)`` is :func:`stylized.transport.beta_step` in the namespace twins and
+:func:`stylized.kernels.beta_step_nb` in the fused Numba kernels, which lay each unnormalised reflection
+vector out contiguously first (a step's normals ``g`` in a scratch; a QR column's ``v`` in place in its
+normals) and pass ``nn = ||·||²``.
 
 Numba kernels (``*_numba``) draw from the counter streams of :mod:`stylized.counter_rng` (trial ``t``
 uses key ``t`` of ``SeedSequence(seed)``), so results do not depend on threads; :func:`counter_normals`
@@ -50,7 +52,7 @@ from .counter_rng import (
     unit_from_high_np,
 )
 from .families import SO2Normal, SO2Uniform, as_generator
-from .kernels import renormalize_phases
+from .kernels import beta_step_nb, renormalize_phases
 from .transport import beta_step
 
 __all__ = ["score_chains", "householder_chain_scores", "so2_chain_scores", "haar_chain_scores",
@@ -82,42 +84,32 @@ def counter_uniforms(key: int, start: int, count: int) -> np.ndarray:
 @numba.njit(cache=True, parallel=True, fastmath=_FAST, error_model="numpy")
 def householder_chain_scores(keys, q, k, N):
     """``(T, N)`` scores; step ``n`` (0-based) uses Box–Muller pairs ``nP … nP+P−1`` (``P = ⌈d/2⌉``), pair
-    ``p`` giving ``(g_p, g_{P+p})`` — the convention of :func:`stylized.kernels.householder_chain_numba`."""
+    ``p`` giving ``(g_p, g_{P+p})`` — the convention of :func:`stylized.kernels.householder_chain_numba`.
+    The pairs fill a scratch of length ``2P`` (``cos`` half, then ``sin`` half; for odd ``d`` the last
+    ``sin`` is unused), whose prefix of length ``d`` is ``g``: the step is :func:`beta_step_nb` ``(u, g, 2, ||g||²)``."""
     T = keys.shape[0]
     d = q.shape[0]
     P = (d + 1) // 2
     out = np.empty((T, N))
     for tr in numba.prange(T):
         key = keys[tr]
-        ua = q[:P].copy()
-        ub = np.zeros(P)
-        ub[: d - P] = q[P:]
-        ka = k[:P].copy()
-        kb = np.zeros(P)
-        kb[: d - P] = k[P:]
-        gc = np.empty(P)
-        gs = np.empty(P)
+        u = q.copy()
+        g2 = np.empty(2 * P)
+        g = g2[:d]
         for n in range(N):
             s = 0.0
-            for p in range(P):
-                s += ua[p] * ka[p] + ub[p] * kb[p]
+            for a in range(d):
+                s += u[a] * k[a]
             out[tr, n] = s
             if n == N - 1:
                 break
             base = np.uint64(P) * np.uint64(n)
             for p in range(P):
-                gc[p], gs[p] = box_muller(key, base + np.uint64(p))
-            if d < 2 * P:
-                gs[P - 1] = 0.0
+                g2[p], g2[P + p] = box_muller(key, base + np.uint64(p))
             nn = 0.0
-            c = 0.0
-            for p in range(P):
-                nn += gc[p] * gc[p] + gs[p] * gs[p]
-                c += gc[p] * ua[p] + gs[p] * ub[p]
-            f = 2.0 * c / nn
-            for p in range(P):
-                ua[p] -= f * gc[p]
-                ub[p] -= f * gs[p]
+            for a in range(d):
+                nn += g[a] * g[a]
+            beta_step_nb(u, g, 2.0, nn)
     return out
 
 
@@ -156,7 +148,10 @@ def so2_chain_scores(keys, normal, loc, scale, dot, cross, N):
 @numba.njit(inline="always", fastmath=_FAST, error_model="numpy")
 def _haar_apply_t(u, x):
     """``u ← Qᵀu`` for the Haar matrix built from the ``d(d+1)/2`` normals ``x`` (column ``c`` uses
-    ``x[o_c : o_c + d − c]``, ``o_c = Σ_{c'<c} (d − c')``)."""
+    ``x[o_c : o_c + d − c]``, ``o_c = Σ_{c'<c} (d − c')``).  Column ``c``'s reflection vector
+    ``v = (x_o + sign(x_o)|x|, x_{o+1}, …, x_{o+m−1})`` is built in place (``x_o`` is overwritten by ``v_0``
+    once used: ``x`` is the caller's scratch of draws) and applied to ``u[c:]`` by :func:`beta_step_nb`
+    with ``nn = ||v||²``, then the sign ``S_cc``."""
     d = u.shape[0]
     o = 0
     for c in range(d):
@@ -170,14 +165,9 @@ def _haar_apply_t(u, x):
             nx += x[o + i] * x[o + i]
         sg = 1.0 if x[o] >= 0 else -1.0
         v0 = x[o] + sg * math.sqrt(nx)
-        vv = nx - x[o] * x[o] + v0 * v0
-        c_ = v0 * u[c]
-        for i in range(1, m):
-            c_ += x[o + i] * u[c + i]
-        f = 2.0 * c_ / vv
-        u[c] -= f * v0
-        for i in range(1, m):
-            u[c + i] -= f * x[o + i]
+        vv = nx - x[o] * x[o] + v0 * v0  # ||v||²
+        x[o] = v0  # x[o : o + m] is now v
+        beta_step_nb(u[c:], x[o : o + m], 2.0, vv)
         u[c] = -sg * u[c]  # S_cc = sign(R_cc) = −sign(x_0)
         o += m
 

@@ -38,7 +38,6 @@ from scipy import special
 from .backend import array_namespace, namespace_of, to_numpy, xp_generator
 from .context_sweep import (  # noqa: F401  (re-exported: the sweep's home is context_sweep)
     so2_context_inputs,
-    so2_context_inputs_xp,
     so2_context_numba,
     so2_context_numpy,
     transport_context_xp,
@@ -69,7 +68,6 @@ __all__ = [
     "so2_context_numpy",
     "so2_context_numba",
     "so2_context_inputs",
-    "so2_context_inputs_xp",
     "transport_context_xp",
     "first_crossing",
 ]

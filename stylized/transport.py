@@ -203,13 +203,12 @@ def haar_law_sum(mask, weights, values, rng=None, fresh: Callable | None = None)
     step ``m_{n+1}``) or, by default, from the Generator ``rng`` of the namespace of ``values``, one
     ``(T, d)`` draw per step, far end first.
     """
-    from .sampling import _sphere_xp
 
     xp = namespace_of(values)
     N = mask.shape[-1]
     if fresh is None:
         def fresh(n):
-            return _sphere_xp(rng, xp, mask.shape[:-1], values.shape[-1])
+            return uniform_sphere(rng, mask.shape[:-1], values.shape[-1], xp)
     r = weights[..., N - 1, None] * values[..., N - 1, :]
     for n in range(N - 2, -1, -1):
         f = fresh(n) * xp.linalg.norm(r, axis=-1, keepdims=True)

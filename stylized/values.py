@@ -35,9 +35,9 @@ from types import ModuleType
 import numpy as np
 
 from .backend import array_namespace, namespace_of, to_numpy, xp_generator
-from .families import StepFamily, as_generator
+from .families import StepFamily, as_generator, uniform_sphere
 from .lse import softmax_rows
-from .sampling import XP_CHUNK_ELEMENTS, _sphere_xp, sample_steps
+from .sampling import XP_CHUNK_ELEMENTS, sample_steps
 from .transport import (  # noqa: F401  (re-exported: the engine's home is transport)
     haar_law_sum,
     route_scores,
@@ -156,7 +156,7 @@ def far_keys(rng, shape: tuple, b_hat: np.ndarray, align: float) -> np.ndarray:
     if not (0.0 <= align <= 1.0):
         raise ValueError(f"key_align must lie in [0, 1], got {align!r}")
     xp = namespace_of(b_hat)
-    k = align * b_hat + float(np.sqrt(1.0 - align**2)) * _sphere_xp(rng, xp, shape, b_hat.size)
+    k = align * b_hat + float(np.sqrt(1.0 - align**2)) * uniform_sphere(rng, shape, b_hat.size, xp)
     return k / xp.linalg.norm(k, axis=-1, keepdims=True)
 
 

@@ -48,7 +48,7 @@ def test_householder_kernels_match_numpy(L, d, seed):
                                kernel("householder_overlaps", "numpy")(ww, q, ns), atol=1e-12)
 
 
-@pytest.mark.parametrize("d", [1, 7, 8])
+@pytest.mark.parametrize("d", [1, 7, 8, 64])  # 64: the benchmark size, full SIMD width in the step
 @pytest.mark.parametrize("start_row", [True, False])
 def test_householder_chain_equals_numpy_on_its_own_draws(d, start_row):
     # identical inputs: the normals the kernel draws (rebuilt in NumPy) fed to the NumPy rank-one loop give the same

@@ -159,3 +159,18 @@ def test_every_help_page_renders(capsys):
             main(argv)
         assert e.value.code == 0, argv
     capsys.readouterr()
+
+
+def test_import_graph_points_one_way(capsys):
+    """``scripts/import_graph.py``: no module imports a higher layer (stylized ← simulations ← benchmarks,
+    lazy imports included) and the module-level imports inside ``stylized`` have no cycle."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "import_graph.py"
+    spec = importlib.util.spec_from_file_location("import_graph", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main([]) == 0, capsys.readouterr().out[-2000:]
+    out = capsys.readouterr().out
+    assert "upward imports (a lower layer importing a higher one): 0" in out

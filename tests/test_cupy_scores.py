@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from stylized.backend import numpy_standin_for_cupy, xp_generator
+from stylized.backend import array_namespace, numpy_standin_for_cupy, xp_generator
 from stylized.families import SO2Normal, make_family, uniform_sphere
 from stylized.registry import get_check
 from stylized.results import run_check
@@ -36,7 +36,6 @@ from stylized.scores import (
     householder_window_sums_numba,
     householder_window_sums_numpy,
     so2_context_inputs,
-    so2_context_inputs_xp,
     so2_context_numba,
     so2_context_numpy,
     so2_pair_correlation,
@@ -167,12 +166,13 @@ def test_sample_steps_cupy_path_in_law(name, cupy_standin):
         assert np.all(means_agree(ma, sa, mb, sb)), name
 
 
-def test_so2_context_inputs_xp_in_law(cupy_standin):
+def test_so2_context_inputs_cupy_path_in_law(cupy_standin):
     # per-plane dot_b and cross_b: E = 0, E[dot_b²] = |q_b|²/d; the planted target is exact
     fam = make_family("rope-random", 8)
     q = uniform_sphere(np.random.default_rng(0), (), 8)
     th_a, dot_a, cr_a = so2_context_inputs(fam, 500, 8, np.random.default_rng(1), q, target_n=2)
-    th_b, dot_b, cr_b = so2_context_inputs_xp(fam, 500, 8, xp_generator("cupy", np.random.default_rng(2)), q, 2)
+    xp = array_namespace("cupy")
+    th_b, dot_b, cr_b = so2_context_inputs(fam, 500, 8, xp_generator("cupy", np.random.default_rng(2)), q, 2, xp)
     assert th_a.shape == th_b.shape == dot_b.shape == cr_b.shape == (8, 500, 4)
     np.testing.assert_allclose(dot_b[:, 497], np.broadcast_to(q[0::2] ** 2 + q[1::2] ** 2, (8, 4)))
     assert np.all(cr_b[:, 497] == 0)
@@ -181,14 +181,31 @@ def test_so2_context_inputs_xp_in_law(cupy_standin):
         assert np.all(means_agree(ma, sa, mb, sb))
 
 
+def _generic_near_and_far(fam, L, D, lam, target_n, trials, rng):
+    """The reference sweep: one context at a time through the generic O(L·d) transport of
+    :func:`stylized.attention.scores` (dense-free, independent of the array-namespace sweep)."""
+    from scipy.special import logsumexp
+
+    from stylized.attention import scores
+
+    q = equal_energy_query(fam.d)
+    near, far = np.empty((trials, D)), np.empty(trials)
+    for t in range(trials):
+        keys = uniform_sphere(rng, (L,), fam.d)
+        keys[L - 1 - target_n] = q
+        sc = scores(fam, fam.rvs(L, rng), q, keys, lam, rng)[::-1]  # by route length n
+        near[t], far[t] = sc[:D], logsumexp(sc[D:])
+    return near, far
+
+
 @pytest.mark.parametrize("name", ["householder", "lazy-haar"])
 def test_transport_context_xp_in_law(name, cupy_standin):
-    """O(d) sweep on the cupy path vs the numpy backend's generic transport (transfer.near_and_far):
+    """O(d) sweep on the cupy path (transfer.near_and_far) vs the generic transport, one context at a time:
     near logits per route length and the far log-sum-exp."""
     from simulations.transfer import near_and_far
 
     fam = make_family(name, 8, p=0.3)
-    a = near_and_far(fam, 40, 6, 2.0, 2, 600, np.random.default_rng(0), "numpy")
+    a = _generic_near_and_far(fam, 40, 6, 2.0, 2, 600, np.random.default_rng(0))
     b = near_and_far(fam, 40, 6, 2.0, 2, 600, np.random.default_rng(1), "cupy")
     for x, y in zip(a, b):
         (ma, sa), (mb, sb) = _mean_se(x), _mean_se(y)
@@ -202,7 +219,7 @@ def test_transfer_so2_cupy_path_in_law(cupy_standin):
     from simulations.transfer import near_and_far
 
     fam = make_family("so2-normal", 8, sigma=0.5)
-    a = near_and_far(fam, 300, 8, 3.0, 1, 400, np.random.default_rng(0), "numpy")
+    a = near_and_far(fam, 300, 8, 3.0, 1, 400, np.random.default_rng(0), "numba")  # the Numba sweep
     b = near_and_far(fam, 300, 8, 3.0, 1, 400, np.random.default_rng(1), "cupy")
     for x, y in zip(a, b):
         (ma, sa), (mb, sb) = _mean_se(x), _mean_se(y)

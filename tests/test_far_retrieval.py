@@ -39,7 +39,7 @@ class TestPasskeyLaw:
         assert abs(mean - rt.expected_score(fam, q, n)) < 2e-3  # binning error O(h)
         assert abs(s.mean() - mean) < 5 * s.std() / math.sqrt(s.size) + 1e-3
         for t in (0.0, 0.3, 0.6):  # tail probabilities (smooth enough for the Householder quadrature rule)
-            p = float(w @ (pts > t)) if name != "householder" else None
+            p = min(1.0, float(w @ (pts > t))) if name != "householder" else None  # a sum of weights can round past 1
             if p is not None:
                 assert abs(np.mean(s > t) - p) < 5 * math.sqrt(p * (1 - p) / s.size) + 2e-3
 

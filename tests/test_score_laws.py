@@ -160,7 +160,7 @@ def _dense_scores(mats, q, k):
     return np.array([q @ route_product(pos, L - 1 - n, L - 1) @ k for n in range(L)])
 
 
-@pytest.mark.parametrize("d", [5, 6])
+@pytest.mark.parametrize("d", [5, 6, 64])
 def test_householder_chain_equals_twin_and_dense(d):
     q, k = _unit(0, d), _unit(1, d)
     keys = stream_keys(np.random.SeedSequence(3), 3)
@@ -209,9 +209,10 @@ def _dense_haar(x, d):
     return Qt.T
 
 
+@pytest.mark.parametrize("d", [5, 16])
 @pytest.mark.parametrize("p", [0.4, 1.0])
-def test_haar_chain_equals_twin_and_dense_products(p):
-    d, N = 5, 12
+def test_haar_chain_equals_twin_and_dense_products(p, d):
+    N = 12
     q, k = _unit(5, d), _unit(6, d)
     keys = stream_keys(np.random.SeedSequence(7), 3)
     s = haar_chain_scores(keys, q, k, N, p)

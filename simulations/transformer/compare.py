@@ -9,8 +9,6 @@ never over the committed results or figures.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import time
@@ -189,16 +187,9 @@ def compare(
         "canonical": canonical,
         "seconds": round(time.time() - t0, 1),
     }
-    from stylized.results import atomic_write_text, to_jsonable
+    from stylized.results import rows_csv, write_pair
 
-    json_path = root / f"{preset}_{name}.json"
-    csv_path = root / f"{preset}_{name}.csv"
-    buf = io.StringIO()
-    wr = csv.DictWriter(buf, fieldnames=list(result["per_seed"][0]), lineterminator="\n")
-    wr.writeheader()
-    wr.writerows(result["per_seed"])
-    atomic_write_text(csv_path, buf.getvalue())
-    atomic_write_text(json_path, json.dumps(to_jsonable(result), indent=1) + "\n")
+    json_path, csv_path = write_pair(root / f"{preset}_{name}.json", result, rows_csv(result["per_seed"]))
     plot_compare(json_path, fig_path)
     result["files"] = {"csv": str(csv_path), "json": str(json_path), "figure": str(fig_path)}
     return result

@@ -191,6 +191,32 @@ def eval_cache_path(ckpt: str | os.PathLike) -> Path:
     return ckpt.parent.parent.parent / "eval" / ckpt.parent.name / f"{ckpt.stem}.json"
 
 
+def read_loss_cache(cpath: Path, key: dict, scalars: tuple[str, ...] = ()) -> dict | None:
+    """Per-window losses ``{multiple: {name: array}}`` from the cache ``cpath`` if its ``key`` (weights digest and
+    settings) equals ``key``, else ``None`` (missing, unreadable or stale); names in ``scalars`` stay scalars."""
+    import json
+
+    if not cpath.exists():
+        return None
+    try:
+        saved = json.loads(cpath.read_text())
+    except ValueError:
+        return None
+    if not saved or saved.get("key") != key:
+        return None
+    return {int(m): {k: v if k in scalars else np.asarray(v) for k, v in d.items()} for m, d in saved["losses"].items()}
+
+
+def write_loss_cache(cpath: Path, key: dict, losses: dict) -> None:
+    """Write per-window losses with their ``key`` to the cache ``cpath`` (atomically)."""
+    import json
+
+    from stylized.results import atomic_write_text
+
+    atomic_write_text(cpath, json.dumps({"key": key, "losses": {
+        str(m): {k: np.asarray(v).tolist() for k, v in d.items()} for m, d in losses.items()}}))
+
+
 def evaluate_checkpoint(
     path: str | os.PathLike,
     ecfg: EvalConfig,
@@ -204,31 +230,19 @@ def evaluate_checkpoint(
     The cache (``eval_cache_path``) is reused when the checkpoint's weights (a digest) and the
     evaluation settings are unchanged; it holds the per-window losses the seed-pooled verdicts need.
     """
-    import json
-
     from .train import load_model
 
     model, ck = load_model(path, device)
     key = {"step": int(ck["step"]), "multiples": list(ecfg.multiples), "n_windows": ecfg.n_windows,
            "n_samples": ecfg.n_samples, "seed": seed, "corpus": ck.get("corpus"), "weights": weights_digest(model)}
     cpath = eval_cache_path(path)
-    losses = None
-    if cache and cpath.exists():
-        try:
-            saved = json.loads(cpath.read_text())
-        except ValueError:
-            saved = None
-        if saved and saved.get("key") == key:
-            losses = {int(m): {k: np.asarray(v) for k, v in d.items()} for m, d in saved["losses"].items()}
+    losses = read_loss_cache(cpath, key) if cache else None
     if losses is None:
         corpus = corpus or corpus_for(ck["train_config"])
         losses = window_losses(model, corpus.val, ecfg.multiples, ecfg.n_windows,
                                ecfg.batch_tokens, ecfg.n_samples, seed, device)
         if cache:
-            from stylized.results import atomic_write_text
-
-            atomic_write_text(cpath, json.dumps({"key": key, "losses": {
-                str(m): {k: np.asarray(v).tolist() for k, v in d.items()} for m, d in losses.items()}}))
+            write_loss_cache(cpath, key, losses)
     rows = summarize(losses, ck["variant"], model.config.block_size, ecfg.n_boot, seed)
     for r in rows:
         r["train_steps"] = ck["step"]

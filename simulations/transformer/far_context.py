@@ -24,8 +24,6 @@ beside the C6 caches, keyed by the weights digest.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import time
@@ -38,7 +36,15 @@ import torch.nn.functional as F
 from stylized.results import figures_dir
 
 from .data import corpus_for, load_corpus
-from .evaluate import evaluate_checkpoint, load_window_losses, save_png, weights_digest, window_ends
+from .evaluate import (
+    evaluate_checkpoint,
+    load_window_losses,
+    read_loss_cache,
+    save_png,
+    weights_digest,
+    window_ends,
+    write_loss_cache,
+)
 from .model import GPT, MAIN_VARIANTS, VARIANTS
 from .train import EvalConfig, checkpoint_path, default_device, load_model, make_configs, results_root, train
 from .verdicts import pooled_log_ratio
@@ -142,14 +148,9 @@ def evaluate_far_context(path: str | os.PathLike, ecfg: EvalConfig, n_targets: i
     key = {"step": int(ck["step"]), "multiples": list(multiples), "n_windows": n_windows, "n_targets": n_targets,
            "seed": seed, "corpus": ck.get("corpus"), "weights": weights_digest(model)}
     cpath = far_cache_path(path)
-    if cache and cpath.exists():
-        try:
-            saved = json.loads(cpath.read_text())
-        except ValueError:
-            saved = None
-        if saved and saved.get("key") == key:
-            return {int(m): {k: np.asarray(v) if k != "n_targets" else v for k, v in d.items()}
-                    for m, d in saved["losses"].items()}
+    saved = read_loss_cache(cpath, key, scalars=("n_targets",)) if cache else None
+    if saved is not None:
+        return saved
     corpus = corpus or corpus_for(ck["train_config"])
     full = None
     if n_targets is None:
@@ -158,11 +159,7 @@ def evaluate_far_context(path: str | os.PathLike, ecfg: EvalConfig, n_targets: i
     losses = far_context_losses(model, corpus.val, multiples, n_windows, n_targets, batch_tokens, seed, device,
                                 full)
     if cache:
-        from stylized.results import atomic_write_text
-
-        atomic_write_text(cpath, json.dumps({"key": key, "losses": {
-            str(m): {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in d.items()}
-            for m, d in losses.items()}}))
+        write_loss_cache(cpath, key, losses)
     return losses
 
 
@@ -267,15 +264,11 @@ def run_far_context(preset: str = "cpu", variants: list[str] | None = None, *, w
         "canonical": canonical,
         "seconds": round(time.time() - t0, 1),
     }
-    from stylized.results import write_pair
+    from stylized.results import rows_csv, write_pair
 
     flat = [{k: v for k, v in r.items() if k != "per_seed"} | {"per_seed_ratio": ";".join(
         f"{p['ratio']:.4f}" for p in r["per_seed"])} for r in rows]
-    buf = io.StringIO()
-    wr = csv.DictWriter(buf, fieldnames=list(flat[0]), lineterminator="\n")
-    wr.writeheader()
-    wr.writerows(flat)
-    json_path, csv_path = write_pair(stem.with_suffix(".json"), result, buf.getvalue())
+    json_path, csv_path = write_pair(stem.with_suffix(".json"), result, rows_csv(flat))
     plot_far_context(json_path, fig)
     result["files"] = {"json": str(json_path), "csv": str(csv_path), "figure": str(fig)}
     return result

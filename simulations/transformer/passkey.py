@@ -13,8 +13,6 @@ interval; chance is ``10^-n_digits``.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import time
@@ -249,13 +247,9 @@ def run_passkey(preset: str = "cpu", variants: list[str] | None = None, *, worke
         "canonical": canonical,
         "seconds": round(time.time() - t0, 1),
     }
-    from stylized.results import write_pair
+    from stylized.results import rows_csv, write_pair
 
-    buf = io.StringIO()
-    wr = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
-    wr.writeheader()
-    wr.writerows(rows)
-    json_path, csv_path = write_pair(stem.with_suffix(".json"), result, buf.getvalue())
+    json_path, csv_path = write_pair(stem.with_suffix(".json"), result, rows_csv(rows))
     plot_passkey(json_path, fig)
     result["summary"] = summary
     result["files"] = {"json": str(json_path), "csv": str(csv_path), "figure": str(fig)}

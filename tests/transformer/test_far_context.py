@@ -147,3 +147,21 @@ def test_full_side_is_c6_same_target_loss(tokens: np.ndarray) -> None:
         assert ours[m]["n_targets"] == L_TRAIN
         np.testing.assert_allclose(ours[m]["full"], c6[m]["target"], rtol=1e-6)
         np.testing.assert_allclose(reused[m]["truncated"], ours[m]["truncated"], rtol=1e-6)
+
+
+def test_loss_cache_round_trip_and_staleness(tmp_path) -> None:
+    """One cache reader/writer for C6's and the far-context per-window losses: a stale key or a corrupt file
+    reads as a miss; ``scalars`` stay scalars."""
+    from simulations.transformer.evaluate import read_loss_cache, write_loss_cache
+
+    path, key = tmp_path / "eval" / "cpu" / "rope_s0.json", {"step": 3, "weights": "ab"}
+    losses = {2: {"all": np.array([1.5, 2.5]), "n_targets": 7}, 4: {"all": np.array([3.0]), "n_targets": 7}}
+    assert read_loss_cache(path, key) is None
+    path.parent.mkdir(parents=True)
+    write_loss_cache(path, key, losses)
+    got = read_loss_cache(path, key, scalars=("n_targets",))
+    assert set(got) == {2, 4} and got[2]["n_targets"] == 7 and isinstance(got[2]["n_targets"], int)
+    np.testing.assert_array_equal(got[2]["all"], losses[2]["all"])
+    assert read_loss_cache(path, {**key, "weights": "cd"}) is None
+    path.write_text("{not json")
+    assert read_loss_cache(path, key) is None
