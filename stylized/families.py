@@ -38,23 +38,9 @@ from .bounds import chi_power_correlation, mixing_window, window_from_log_rate
 from .counter_rng import as_generator  # noqa: F401  (re-exported: seeding lives in the RNG module)
 from .family_args import FAMILY_ARG_RANGES, validate_family_args
 
-__all__ = [
-    "StepFamily",
-    "SO2Family",
-    "SO2Uniform",
-    "SO2Normal",
-    "RopeRandom",
-    "TokenAngles",
-    "Householder",
-    "LazyHaar",
-    "Haar",
-    "FAMILY_NAMES",
-    "make_family",
-    "validate_family_args",
-    "FAMILY_ARG_RANGES",
-    "rope_frequencies",
-    "as_generator",
-]
+__all__ = ["StepFamily", "SO2Family", "SO2Uniform", "SO2Normal", "RopeRandom", "TokenAngles", "Householder", "LazyHaar",
+           "Haar", "FAMILY_NAMES", "make_family", "validate_family_args", "FAMILY_ARG_RANGES", "rope_frequencies",
+           "as_generator", "uniform_sphere"]
 
 
 def rope_frequencies(d: int, base: float = 10000.0) -> np.ndarray:

@@ -174,3 +174,14 @@ def test_import_graph_points_one_way(capsys):
     assert mod.main([]) == 0, capsys.readouterr().out[-2000:]
     out = capsys.readouterr().out
     assert "upward imports (a lower layer importing a higher one): 0" in out
+
+
+def test_no_module_is_over_450_lines():
+    """One screen per idea: no Python file of the library, the experiments, the benchmarks, the scripts or the
+    tests is over 450 lines."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    long = {str(p.relative_to(root)): n for d in ("stylized", "simulations", "benchmarks", "scripts", "tests")
+            for p in (root / d).rglob("*.py") if (n := p.read_text().count("\n")) > 450}
+    assert long == {}
