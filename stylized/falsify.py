@@ -135,7 +135,8 @@ def main(names: list[str], *, seeds: int = 100, mutants: bool = True, frr: bool 
                   f"{flips}/{len(t['mutants'])} mutants flip it", flush=True)
             bad += not t["ok"]
         if frr:
-            with tqdm(total=seeds, desc=f"{c.name} false rejections", file=sys.stderr, leave=False) as bar:
+            with tqdm(total=seeds, desc=f"{c.name} false rejections", file=sys.stderr, leave=False,
+                      disable=not sys.stderr.isatty()) as bar:  # no bar in a log file
                 f = false_rejections(c, range(seeds), backend=backend, progress=bar.update)
             _merge_write("false_rejections.json", {c.name: f})
             print(f"{c.name}: false rejections {f['rejections']}/{f['n_seeds']} "
