@@ -53,7 +53,7 @@ from .lse import lse_push
 from .transport import beta_step, iter_route_queries, route_angles, route_queries
 from .transport_reference import position_to_route
 
-__all__ = ["kernel", "beta_step_nb", "so2_scores_numpy", "so2_scores_numba", "householder_queries_numpy",
+__all__ = ["kernel", "dot_nb", "beta_step_nb", "so2_scores_numpy", "so2_scores_numba", "householder_queries_numpy",
            "householder_queries_numba", "householder_overlaps_numpy", "householder_overlaps_numba",
            "householder_route", "householder_route_numpy", "householder_chain_numba", "householder_chain_normals",
            "so2_context_counter",
@@ -64,14 +64,20 @@ _FAST = {"reassoc", "contract", "nsz", "arcp"}
 
 
 @numba.njit(inline="always")
+def dot_nb(u, w):
+    """``u·w`` for 1-D arrays: the one Numba dot product of the kernels (scores, the β-step)."""
+    c = 0.0
+    for a in range(u.shape[0]):
+        c += w[a] * u[a]
+    return c
+
+
+@numba.njit(inline="always")
 def beta_step_nb(u, w, beta, nn):
     """``u ← u − (β/nn) w (w·u)`` in place: the one Numba form of :func:`stylized.transport.beta_step`.
 
     ``nn = 1`` for a unit ``w``; ``nn = ||g||²`` applies the step along an unnormalised ``g`` (``w = g/||g||``)."""
-    c = 0.0
-    for a in range(u.shape[0]):
-        c += w[a] * u[a]
-    f = beta * c / nn
+    f = beta * dot_nb(u, w) / nn
     for a in range(u.shape[0]):
         u[a] -= f * w[a]
 
@@ -134,10 +140,7 @@ def householder_overlaps_numba(w, q, ns):
         k = 0
         for n in range(N + 1):
             while k < ns.shape[0] and ns[k] == n:
-                s = 0.0
-                for a in range(d):
-                    s += u[a] * q[a]
-                out[t, k] = s
+                out[t, k] = dot_nb(q, u)
                 k += 1
             if n < N:
                 beta_step_nb(u, w[t, n], 2.0, 1.0)

@@ -52,7 +52,7 @@ from .counter_rng import (
     unit_from_high_np,
 )
 from .families import SO2Normal, SO2Uniform, as_generator
-from .kernels import beta_step_nb, renormalize_phases
+from .kernels import beta_step_nb, dot_nb, renormalize_phases
 from .transport import beta_step
 
 __all__ = ["score_chains", "householder_chain_scores", "so2_chain_scores", "haar_chain_scores",
@@ -97,10 +97,7 @@ def householder_chain_scores(keys, q, k, N):
         g2 = np.empty(2 * P)
         g = g2[:d]
         for n in range(N):
-            s = 0.0
-            for a in range(d):
-                s += u[a] * k[a]
-            out[tr, n] = s
+            out[tr, n] = dot_nb(k, u)
             if n == N - 1:
                 break
             base = np.uint64(P) * np.uint64(n)
@@ -187,10 +184,7 @@ def haar_chain_scores(keys, q, k, N, p):
         u = q.copy()
         x = np.empty(2 * S)
         for n in range(N):
-            s = 0.0
-            for a in range(d):
-                s += u[a] * k[a]
-            out[tr, n] = s
+            out[tr, n] = dot_nb(k, u)
             if n == N - 1:
                 break
             if p < 1.0 and unit_from_high(draw(key, np.uint64(BERNOULLI_OFFSET) + np.uint64(n))) >= p:

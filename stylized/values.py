@@ -45,30 +45,9 @@ from .transport import (  # noqa: F401  (re-exported: the engine's home is trans
     route_sums,
     so2_trig,
 )
-from .value_theory import (  # noqa: F401  (re-exported: the closed forms live in value_theory)
-    coherent_sum,
-    correlation_pairs,
-    haar_tilt_energy,
-    haar_tilt_floor,
-    qk_interference_theory,
-    qkv_asymptote,
-    qkv_interference_theory,
-    quadratic_form,
-    tilt_floor,
-    torus_tilt_floor,
-)
+from .value_theory import correlation_pairs, qkv_interference_theory, quadratic_form
 
 __all__ = [
-    "correlation_pairs",
-    "coherent_sum",
-    "qkv_interference_theory",
-    "qk_interference_theory",
-    "quadratic_form",
-    "haar_tilt_floor",
-    "haar_tilt_energy",
-    "tilt_floor",
-    "torus_tilt_floor",
-    "qkv_asymptote",
     "draw_route_steps",
     "route_scores",
     "route_sum",

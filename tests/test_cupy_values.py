@@ -20,13 +20,13 @@ from stylized.backend import cupy_available, xp_generator
 from stylized.families import SO2Normal, TokenAngles, make_family
 from stylized.registry import get_check
 from stylized.results import run_check
+from stylized.value_theory import quadratic_form
 from stylized.values import (
     chunk_size,
     draw_route_steps,
     far_energy_samples,
     gram_schmidt,
     orthogonal_dense,
-    quadratic_form,
     route_scores,
     route_sum,
     snr_samples,

@@ -10,17 +10,15 @@ from hypothesis import strategies as st
 from stylized.estimators import bonferroni_level, mean_ci
 from stylized.families import make_family
 from stylized.sampling import haar_coordinates
-from stylized.values import (
+from stylized.value_theory import (
     coherent_sum,
     correlation_pairs,
-    far_energy_samples,
     haar_tilt_floor,
-    orthogonal_dense,
     qk_interference_theory,
     qkv_interference_theory,
     quadratic_form,
-    ratio_ci,
 )
+from stylized.values import far_energy_samples, orthogonal_dense, ratio_ci
 from tests._shared import build_family
 
 FAMS = [("so2-uniform", {"omega": 1.0}), ("so2-normal", {"sigma": 0.7, "mu": 0.4}), ("rope-random", {"base": 100.0}),
