@@ -136,11 +136,14 @@ def _add_plugin_commands(sub, load: str | None) -> None:
         try:
             load_plugin(value)(sub)
         except ImportError as e:  # an optional extra (torch) or the checkout's benchmarks/ is missing
-            p = sub.add_parser(name, help=f"{name} commands (needs an optional part)")
-            p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-            p.set_defaults(func=lambda a, _e=e, _n=name: _fail(
-                f"{_n}: needs a part that is not installed (transformer, spot-check: the 'transformer' extra, "
-                f"which provides torch; bench: the source checkout's benchmarks/ package): {_e}"))
+            sub.add_parser(name, help=f"{name} commands (needs an optional part)")
+            _MISSING[name] = (f"{name}: needs a part that is not installed (transformer, spot-check: the "
+                              f"'transformer' extra, which provides torch; bench: the source checkout's "
+                              f"benchmarks/ package): {e}")
+
+
+_MISSING: dict[str, str] = {}
+"""Plugin commands whose module failed to import, with the one-line error ``main`` gives for any arguments."""
 
 
 def _falsify_main(*a, **k) -> int:
@@ -312,6 +315,8 @@ def _cmd_figures(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(load=argv[0] if argv else None)
+    if argv and argv[0] in _MISSING:  # before parsing: the plugin's own options are unknown here
+        return _fail(_MISSING[argv[0]])
     args = parser.parse_args(argv)
     try:
         out = getattr(args, "out", None)

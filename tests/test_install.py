@@ -47,3 +47,8 @@ def test_pip_install_then_check_with_out_writes_only_under_out(tmp_path):
     assert {f.split("/")[0] for f in _files(work)} == {"o"}
     assert {"o/results/haar-law.json", "o/results/haar-law.csv"} <= _files(work)
     assert _files(site) == before, sorted(_files(site) ^ before)[:10]
+    # the checkout-only command: installed as an entry point, but its package (benchmarks/) is not installed
+    p = subprocess.run([str(venv / "bin" / "stylized"), "bench", "--repeat", "1"], cwd=work, capture_output=True,
+                       text=True, timeout=600, env=env)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr[-2000:]
+    assert len(p.stderr.strip().splitlines()) == 1 and "bench: needs" in p.stderr
