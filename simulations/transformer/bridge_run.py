@@ -71,11 +71,9 @@ def _ratios(path: Path, metric: str = "target") -> tuple[list[int], np.ndarray]:
 
 def output_root(results_dir, preset: str) -> Path:
     """The results folder: the committed one for the cpu preset, ``runs/<preset>/`` otherwise (as ``compare``)."""
-    from .train import results_root
+    from .train import run_root
 
-    if results_dir:
-        return Path(results_dir)
-    return results_root() if preset == "cpu" else results_root() / "runs" / preset
+    return run_root(preset, results_dir)[0]
 
 
 def run_bridge(preset: str = "cpu", *, results_dir=None, figure=None, reuse: bool = True, progress: bool = True,

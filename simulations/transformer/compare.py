@@ -21,7 +21,7 @@ from stylized.results import figures_dir
 from .data import load_corpus
 from .evaluate import evaluate_checkpoint, load_window_losses, paper_ratio
 from .model import MAIN_VARIANTS, VARIANTS
-from .train import checkpoint_path, get_preset, make_configs, results_root, train
+from .train import checkpoint_path, get_preset, make_configs, run_root, train
 from .verdicts import paper_verdicts
 
 FIGURES_DIR = figures_dir()  # fixed at import: prefer figures_dir(), which follows --out
@@ -38,12 +38,12 @@ def output_paths(preset: str, results_dir: str | os.PathLike | None, figure: str
     ``name`` other than ``"compare"`` (e.g. ``"combined"``) keeps the canonical checkpoints'
     root but draws its figure next to its own ``<preset>_<name>.json``, never over C6's.
     """
-    if results_dir is None and preset == "cpu":
-        default = figures_dir() / "transformer_ppl_ratio.png" if name == "compare" else results_root() / f"{preset}_{name}.png"
-        return results_root(), Path(figure) if figure else default, figure is None
-    root = Path(results_dir) if results_dir else results_root() / "runs" / preset
-    default = root / ("transformer_ppl_ratio.png" if name == "compare" else f"{preset}_{name}.png")
-    return root, Path(figure) if figure else default, False
+    root, canonical = run_root(preset, results_dir)
+    if name != "compare":
+        default = root / f"{preset}_{name}.png"
+    else:
+        default = (figures_dir() if canonical else root) / "transformer_ppl_ratio.png"
+    return root, Path(figure) if figure else default, canonical and figure is None
 
 
 def _pooled_rows(per_seed: dict[str, dict[int, list[dict]]], metric: str) -> list[dict]:

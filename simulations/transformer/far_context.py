@@ -33,8 +33,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from stylized.results import figures_dir
-
 from .data import corpus_for, load_corpus
 from .evaluate import (
     evaluate_checkpoint,
@@ -46,7 +44,15 @@ from .evaluate import (
     write_loss_cache,
 )
 from .model import GPT, MAIN_VARIANTS, VARIANTS
-from .train import EvalConfig, checkpoint_path, default_device, load_model, make_configs, results_root, train
+from .train import (
+    EvalConfig,
+    checkpoint_path,
+    command_outputs,
+    default_device,
+    load_model,
+    make_configs,
+    train,
+)
 from .verdicts import pooled_log_ratio
 
 #: targets scored per window (the last T positions); None: L_train, C6's same-target positions
@@ -200,11 +206,7 @@ def summarize_variant(variant: str, per_seed: dict[int, dict], L_train: int, n_b
 
 def output_paths(preset: str, results_dir: str | os.PathLike | None) -> tuple[Path, Path, Path, bool]:
     """(checkpoint root, results file stem, figure, canonical?): canonical only for cpu with default dirs."""
-    base = results_root()
-    if results_dir is None and preset == "cpu":
-        return base, base / "far_context_cpu", figures_dir() / "transformer_far_context.png", True
-    root = Path(results_dir) if results_dir else base / "runs" / preset
-    return root, root / f"far_context_{preset}", root / "transformer_far_context.png", False
+    return command_outputs("far_context", "transformer_far_context.png", preset, results_dir)
 
 
 def _job(preset: str, variant: str, seed: int, path: str, threads: int | None, device: str | None) -> tuple:

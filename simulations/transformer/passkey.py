@@ -22,12 +22,11 @@ import numpy as np
 import torch
 
 from stylized.estimators import proportion_ci
-from stylized.results import figures_dir
 
 from .data import Corpus, load_corpus
 from .evaluate import weights_digest
 from .model import GPT, MAIN_VARIANTS, VARIANTS
-from .train import checkpoint_path, default_device, load_model, make_configs, results_root, train
+from .train import checkpoint_path, command_outputs, default_device, load_model, make_configs, train
 
 DEPTHS = (0.0, 0.25, 0.5, 0.75, 1.0)
 OPEN, CLOSE = b"<pk ", b">"
@@ -144,11 +143,7 @@ def pooled_accuracy(rows: list[dict], multiple: int) -> dict:
 
 def output_paths(preset: str, results_dir: str | os.PathLike | None) -> tuple[Path, Path, Path, bool]:
     """(checkpoint root, results stem, figure, canonical?); canonical only for cpu with default dirs."""
-    base = results_root()
-    if results_dir is None and preset == "cpu":
-        return base, base / "passkey_cpu", figures_dir() / "transformer_passkey.png", True
-    root = Path(results_dir) if results_dir else base / "runs" / preset
-    return root, root / f"passkey_{preset}", root / "transformer_passkey.png", False
+    return command_outputs("passkey", "transformer_passkey.png", preset, results_dir)
 
 
 def passkey_checkpoint(preset: str, variant: str, root: Path, fraction: float | None = None) -> Path:

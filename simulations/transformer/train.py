@@ -34,6 +34,24 @@ def results_root() -> Path:
 RESULTS_DIR = results_root()  # fixed at import: prefer results_root(), which follows --out
 
 
+def run_root(preset: str, results_dir: str | os.PathLike | None) -> tuple[Path, bool]:
+    """(results folder of a command, canonical?): ``results_dir`` when given; the committed folder
+    (:func:`results_root`) for the cpu preset, which alone is canonical; ``runs/<preset>/`` otherwise."""
+    if results_dir:
+        return Path(results_dir), False
+    return (results_root(), True) if preset == "cpu" else (results_root() / "runs" / preset, False)
+
+
+def command_outputs(name: str, figure: str, preset: str, results_dir: str | os.PathLike | None
+                    ) -> tuple[Path, Path, Path, bool]:
+    """(results folder, results file stem ``<name>_<preset>``, figure, canonical?): a canonical run draws
+    ``figure`` into the figures folder, any other run beside its results."""
+    from stylized.results import figures_dir
+
+    root, canonical = run_root(preset, results_dir)
+    return root, root / f"{name}_{preset}", (figures_dir() if canonical else root) / figure, canonical
+
+
 @dataclass
 class TrainConfig:
     """Optimisation settings.
