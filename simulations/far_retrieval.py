@@ -46,7 +46,7 @@ import numpy as np
 from stylized.estimators import bonferroni_level, mean_ci, proportion_ci
 from stylized.families import RopeRandom, SO2Uniform, make_family
 from stylized.montecarlo import check_positive_int
-from stylized.registry import Check, Mutant, Option, headline, int_list, register, str_list
+from stylized.registry import Check, Mutant, Option, headline, int_list, patched, register, str_list
 from stylized.retrieval import (
     CONTROLS,
     RetrievalControl,
@@ -316,12 +316,8 @@ def _window_prop_L(family, q, n, lam, M, L_train):
     return expected_score(family, q, n, lam, exponent=np.asarray(n, float) * L_train / (M + 1))
 
 
-def _patch(name, new):
-    def make():
-        from unittest import mock
-
-        return mock.patch(f"{__name__}.{name}", new)
-    return make
+def _patch(name: str, new):
+    return patched(__name__, name, new)
 
 
 MUTANTS = (

@@ -41,7 +41,7 @@ from stylized.estimators import proportion_ci
 from stylized.families import FAMILY_NAMES
 from stylized.montecarlo import check_positive_int
 from stylized.options import Choices, FloatList, Int
-from stylized.registry import Check, Mutant, Option, headline, register
+from stylized.registry import Check, Mutant, Option, headline, patched, register
 from stylized.sampling import equal_energy_query
 from stylized.score_chains import score_chains
 from stylized.score_laws import HaarCoordinate, UniformPhaseSum, far_score_law
@@ -218,10 +218,8 @@ def _wrong_law(d_shift: int = 0, amp: float = 1.0, so2_as_haar: bool = False):
     return law
 
 
-def _patch(name, new):
-    from unittest import mock
-
-    return lambda: mock.patch(f"simulations.haar_law.{name}", new)
+def _patch(name: str, new):
+    return patched(__name__, name, new)
 
 
 MUTANTS = (

@@ -45,7 +45,7 @@ from stylized.estimators import bonferroni_level, mean_ci, rounding_tolerance
 from stylized.families import FAMILY_NAMES, SO2Family, StepFamily
 from stylized.montecarlo import check_positive_int, progress
 from stylized.options import Float, Int, IntList
-from stylized.registry import Check, Mutant, Option, headline, register
+from stylized.registry import Check, Mutant, Option, headline, patched, register
 from stylized.sampling import XP_CHUNK_ELEMENTS, equal_energy_query, sample_overlaps, sample_steps
 from stylized.scores import (
     first_crossing,
@@ -336,12 +336,8 @@ def _householder_gap_half():
     return mock.patch.object(Householder, "spectral_gap", property(lambda self: 1.0 / self.d))
 
 
-def _patch(name: str, fn):
-    def make():
-        from unittest import mock
-
-        return mock.patch(f"simulations.mixing.{name}", fn)
-    return make
+def _patch(name: str, new):
+    return patched(__name__, name, new)
 
 
 MUTANTS = (

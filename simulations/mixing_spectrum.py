@@ -37,7 +37,7 @@ from stylized.families import RopeRandom
 from stylized.montecarlo import check_positive_int
 from stylized.montecarlo import progress as _progress
 from stylized.options import Float, Int
-from stylized.registry import Check, Mutant, Option, headline, register
+from stylized.registry import Check, Mutant, Option, headline, patched, register
 from stylized.sampling import sample_steps
 from stylized.scores import first_crossing, so2_pair_correlation
 
@@ -202,12 +202,8 @@ def _half_width_steps(fam: RopeRandom, shape: tuple, xrng, backend: str = "numpy
 sample_steps_ref = sample_steps
 
 
-def _patch(name: str, fn):
-    def make():
-        from unittest import mock
-
-        return mock.patch(f"simulations.mixing_spectrum.{name}", fn)
-    return make
+def _patch(name: str, new):
+    return patched(__name__, name, new)
 
 
 MUTANTS = (

@@ -51,7 +51,7 @@ from stylized.families import FAMILY_NAMES
 from stylized.montecarlo import check_positive_int
 from stylized.montecarlo import progress as montecarlo_progress
 from stylized.options import Choices, Float, FloatList, Int, IntList
-from stylized.registry import Check, Mutant, Option, register
+from stylized.registry import Check, Mutant, Option, patched, register
 from stylized.sampling import equal_energy_query
 from stylized.score_chains import score_chains
 from stylized.score_laws import far_score_law, max_mgf_bound
@@ -314,10 +314,8 @@ class _ScaledLaw:
         return math.log(self._f) + self._law.log_mgf(lam)
 
 
-def _patch(name, new):
-    from unittest import mock
-
-    return lambda: mock.patch(f"simulations.score_gap.{name}", new)
+def _patch(name: str, new):
+    return patched(__name__, name, new)
 
 
 MUTANTS = (

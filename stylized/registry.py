@@ -105,6 +105,14 @@ class Mutant:
     params: dict = field(default_factory=dict)
 
 
+def patched(module: str, name: str, new) -> Callable[[], AbstractContextManager]:
+    """A :attr:`Mutant.patch`: replaces ``module.name`` by ``new`` while the check runs (the check's module
+    must look ``name`` up at run time)."""
+    from unittest import mock
+
+    return lambda: mock.patch(f"{module}.{name}", new)
+
+
 @dataclass(frozen=True)
 class Check:
     """One numerical check of a paper claim."""
