@@ -65,3 +65,17 @@ def samples_agree(a, b, z: float = Z_SAME_LAW) -> bool:
     y = np.asarray(b, float).reshape(len(b), -1)
     se_x, se_y = np.sqrt(x.var(axis=0, ddof=1) / len(x)), np.sqrt(y.var(axis=0, ddof=1) / len(y))
     return bool(np.all(means_agree(x.mean(axis=0), se_x, y.mean(axis=0), se_y, z)))
+
+
+def report_fuzz(suite: str, tried: dict, failed: dict) -> None:
+    """Print a fuzz suite's counts (inputs tried and failed per target) and append them to
+    ``$STYLIZED_FUZZ_REPORT`` when set (the slow ``make fuzz`` run collects both suites there)."""
+    import json
+    import os
+
+    report = {"tried": dict(tried), "failed": dict(failed), "total_tried": sum(tried.values()),
+              "total_failed": sum(failed.values())}
+    print(f"\nfuzz {suite.upper()}:", json.dumps(report))
+    if os.environ.get("STYLIZED_FUZZ_REPORT"):
+        with open(os.environ["STYLIZED_FUZZ_REPORT"], "a") as f:
+            f.write(json.dumps({"suite": suite, **report}) + "\n")

@@ -14,7 +14,6 @@ Counts are printed at the end (``pytest -s``) and appended to ``$STYLIZED_FUZZ_R
 from __future__ import annotations
 
 import collections
-import json
 import math
 import numbers
 import os
@@ -27,6 +26,7 @@ from hypothesis import strategies as st
 
 from stylized import attention, bounds, estimators, families, growth, lse, score_laws, value_theory
 from stylized.families import make_family
+from tests._shared import report_fuzz
 
 TRIED: collections.Counter = collections.Counter()
 FAILED: collections.Counter = collections.Counter()
@@ -275,9 +275,4 @@ def test_householder_spectral_gap_is_closed_form_and_instant():
 
 
 def teardown_module(module) -> None:
-    report = {"tried": dict(TRIED), "failed": dict(FAILED), "total_tried": sum(TRIED.values()),
-              "total_failed": sum(FAILED.values())}
-    print("\nfuzz API:", json.dumps(report))
-    if os.environ.get("STYLIZED_FUZZ_REPORT"):
-        with open(os.environ["STYLIZED_FUZZ_REPORT"], "a") as f:
-            f.write(json.dumps({"suite": "api", **report}) + "\n")
+    report_fuzz("api", TRIED, FAILED)

@@ -33,6 +33,7 @@ from stylized import cli, registry
 from stylized.backend import BACKENDS
 from stylized.options import Spec
 from stylized.registry import load_checks
+from tests._shared import report_fuzz
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKS = {k: c for k, c in load_checks().items() if not getattr(c, "external", False)}
@@ -316,9 +317,4 @@ def test_real_run_at_range_ends(name, flag, value, tmp_path):
 
 
 def teardown_module(module) -> None:
-    report = {"tried": dict(TRIED), "failed": dict(FAILED), "total_tried": sum(TRIED.values()),
-              "total_failed": sum(FAILED.values())}
-    print("\nfuzz CLI:", json.dumps(report))
-    if os.environ.get("STYLIZED_FUZZ_REPORT"):
-        with open(os.environ["STYLIZED_FUZZ_REPORT"], "a") as f:
-            f.write(json.dumps({"suite": "cli", **report}) + "\n")
+    report_fuzz("cli", TRIED, FAILED)
