@@ -122,11 +122,14 @@ def build_parser(load: str | None = None) -> argparse.ArgumentParser:
     from .sweep import add_parser as add_sweep
 
     add_sweep(sub)
-    _add_plugin_commands(sub, load)  # last: a plugin never shadows a built-in command
+    parser.missing_plugins = _add_plugin_commands(sub, load)  # last: a plugin never shadows a built-in command
     return parser
 
 
-def _add_plugin_commands(sub, load: str | None) -> None:
+def _add_plugin_commands(sub, load: str | None) -> dict[str, str]:
+    """Add the entry-point commands (only ``load`` is imported); returns ``{name: one-line error}`` for the
+    loaded one when its package is missing, which ``main`` gives for any arguments."""
+    missing = {}
     for name, value in plugins(COMMANDS_GROUP).items():
         if name in sub.choices:  # a built-in command of that name wins
             continue
@@ -137,13 +140,11 @@ def _add_plugin_commands(sub, load: str | None) -> None:
             load_plugin(value)(sub)
         except ImportError as e:  # an optional extra (torch) or the checkout's benchmarks/ is missing
             sub.add_parser(name, help=f"{name} commands (needs an optional part)")
-            _MISSING[name] = (f"{name}: needs a part that is not installed (transformer, spot-check: the "
-                              f"'transformer' extra, which provides torch; bench: the source checkout's "
-                              f"benchmarks/ package): {e}")
+            missing[name] = (f"{name}: needs a part that is not installed (transformer, spot-check: the "
+                             f"'transformer' extra, which provides torch; bench: the source checkout's "
+                             f"benchmarks/ package): {e}")
 
-
-_MISSING: dict[str, str] = {}
-"""Plugin commands whose module failed to import, with the one-line error ``main`` gives for any arguments."""
+    return missing
 
 
 def _falsify_main(*a, **k) -> int:
@@ -315,8 +316,8 @@ def _cmd_figures(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(load=argv[0] if argv else None)
-    if argv and argv[0] in _MISSING:  # before parsing: the plugin's own options are unknown here
-        return _fail(_MISSING[argv[0]])
+    if argv and argv[0] in parser.missing_plugins:  # before parsing: the plugin's own options are unknown here
+        return _fail(parser.missing_plugins[argv[0]])
     args = parser.parse_args(argv)
     try:
         out = getattr(args, "out", None)

@@ -195,7 +195,6 @@ def test_a_plugin_command_whose_module_is_missing_fails_in_one_line(monkeypatch,
 
     fake = {"transformer": "no_such_package_xyz.cli:add_parser", "check": "no_such_package_xyz:add_parser"}
     monkeypatch.setattr(cli, "plugins", lambda group: fake)
-    monkeypatch.setattr(cli, "_MISSING", {})
     assert cli.main(["transformer", "compare", "--preset", "cpu", "--workers", "2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("stylized: error: transformer: needs a part that is not installed")
