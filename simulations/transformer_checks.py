@@ -109,6 +109,23 @@ def _verdict_table(r: dict) -> list[str]:
     return lines
 
 
+def _verdict_level_lines(path: Path) -> list[str]:
+    """The verdict's measured false-decision rate under the null (:mod:`simulations.transformer.verdict_level`)."""
+    if not path.exists():
+        return []
+    r = json.loads(path.read_text())
+    p = r["pooled"]
+    per = ", ".join(f"{v} {x['contradicts_rate']:.3f}" for v, x in r["per_variant"].items())
+    return ["", f"Level of this verdict, measured (`python -m simulations.transformer.verdict_level`): under the null "
+            f"(two arms with one variant's law: its window effects, seed spread and residuals; {p['reps']} replicates "
+            f"over {len(r['per_variant'])} variants, {len(r['seeds'])} seeds per arm) a row is decided "
+            f"{p['decided_rate']:.3f} [{p['decided_ci'][0]:.3f}, {p['decided_ci'][1]:.3f}] of the time (nominal "
+            f"{r['nominal']['decided']}) and contradicts {p['contradicts_rate']:.3f} [{p['contradicts_ci'][0]:.3f}, "
+            f"{p['contradicts_ci'][1]:.3f}] (nominal {r['nominal']['contradicts']}; per variant: {per}). With three "
+            "seeds the seed resampling is too coarse: the intervals are too narrow, so a single *contradicts* or "
+            "*agrees* row is weaker evidence than its 95% label says."]
+
+
 def _c6_section(directory: Path) -> list[str]:
     lines = ["", "## C6 — the transformer comparison", ""]
     found = sorted((directory / "transformer").glob("*_compare.json"))
@@ -125,6 +142,7 @@ def _c6_section(directory: Path) -> list[str]:
                   f"Verdict per paper row ({r['params'].get('interval')}); the C6 row holds when no row contradicts: "
                   f"{_verdict_word(r.get('holds'))}.", ""]
         lines += _verdict_table(r)
+        lines += _verdict_level_lines(path.parent / f"{p.get('preset')}_verdict_level.json")
         lines += ["", "PPL(L)/PPL(L_train), the author's metric (every position of the window): seed geometric mean "
                   "[seed range] (paper's ratio, trained at 512 on OpenWebText, in parentheses).", ""]
         lines += _ratio_table(r, "all")
