@@ -20,7 +20,7 @@ from stylized.results import figures_dir
 
 from .data import load_corpus
 from .evaluate import evaluate_checkpoint, load_window_losses, paper_ratio
-from .model import MAIN_VARIANTS, VARIANTS
+from .jobs import check_variants_and_workers, map_jobs
 from .train import checkpoint_path, get_preset, make_configs, run_root, train
 from .verdicts import paper_verdicts
 
@@ -122,10 +122,7 @@ def compare(
     processes with one torch thread each (the cpu preset on 2 cores: ``workers=2``).
     """
     t0 = time.time()
-    variants = list(variants or MAIN_VARIANTS)
-    for v in variants:
-        if v not in VARIANTS:
-            raise ValueError(f"variants: {v!r} is not one of: {', '.join(VARIANTS)}")
+    variants = check_variants_and_workers(variants, workers)
     seeds = list(seeds if seeds is not None else [0, 1, 2])
     extra_seeds = list(extra_seeds if extra_seeds is not None else [0])
     tok = {k: v for k, v in (("tokenizer", tokenizer), ("bpe_vocab", bpe_vocab)) if v is not None}
@@ -138,8 +135,6 @@ def compare(
     per_seed: dict[str, dict[int, list[dict]]] = {}
     paths: dict[str, list[Path]] = {}
     timings: dict[str, dict[str, float]] = {}
-    if not isinstance(workers, int) or not 1 <= workers <= 64:
-        raise ValueError(f"workers={workers!r} must be an integer in [1, 64]")
     jobs = [(v, s, checkpoint_path(preset, v, s, root)) for v in variants
             for s in (seeds if v in SEEDED_VARIANTS else extra_seeds)]
     for v, _s, path in jobs:
@@ -151,18 +146,9 @@ def compare(
         print(f"[compare] {v} s{s}: ppl@1x={rows[0]['ppl']:.3f} author ratios "
               + " ".join(f"{r['multiple']}x:{r['ratio_all']:.2f}" for r in rows), flush=True)
 
-    if workers == 1:
-        for v, s, path in jobs:
-            done(*_job(preset, v, s, tcfg.steps, data, str(path), device, progress, None, tok, corpus))
-    else:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-
-        with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as ex:
-            futs = [ex.submit(_job, preset, v, s, tcfg.steps, data, str(path), device, False, 1, tok)
-                    for v, s, path in jobs]
-            for f in as_completed(futs):
-                done(*f.result())
+    map_jobs(_job, [(preset, v, s, tcfg.steps, data, str(path), device, progress, None, tok, corpus) for v, s, path in jobs],
+             [(preset, v, s, tcfg.steps, data, str(path), device, False, 1, tok) for v, s, path in jobs], workers,
+             on_result=lambda r: done(*r))
     per_seed = {v: dict(sorted(per_seed[v].items())) for v in variants if v in per_seed}
     top = max(ecfg.multiples)
     verdicts = {m: paper_verdicts(_diffs(paths, top, m), top, seed=0) for m in METRICS}

@@ -43,7 +43,8 @@ from .evaluate import (
     window_ends,
     write_loss_cache,
 )
-from .model import GPT, MAIN_VARIANTS, VARIANTS
+from .jobs import check_variants_and_workers, map_jobs
+from .model import GPT
 from .train import (
     EvalConfig,
     checkpoint_path,
@@ -227,12 +228,7 @@ def run_far_context(preset: str = "cpu", variants: list[str] | None = None, *, w
                     threads: int | None = 1, results_dir: str | os.PathLike | None = None,
                     device: str | None = None) -> dict:
     """Train missing checkpoints, evaluate far-context use of every (variant, seed), write JSON, CSV, figure."""
-    variants = list(variants or MAIN_VARIANTS)
-    for v in variants:
-        if v not in VARIANTS:
-            raise ValueError(f"variants: {v!r} is not one of: {', '.join(VARIANTS)}")
-    if not isinstance(workers, int) or not 1 <= workers <= 64:
-        raise ValueError(f"workers={workers!r} must be an integer in [1, 64]")
+    variants = check_variants_and_workers(variants, workers)
     mcfg, _, ecfg = make_configs(variants[0], preset)
     t0 = time.time()
     root, stem, fig, canonical = output_paths(preset, results_dir)
@@ -240,14 +236,8 @@ def run_far_context(preset: str = "cpu", variants: list[str] | None = None, *, w
             for s in ((0, 1, 2) if v in SEEDED_VARIANTS else (0,))]
     results: dict[str, dict[int, dict]] = {}
     timings: dict[str, dict] = {}
-    if workers == 1:
-        outs = [_job(preset, v, s, p, threads, device) for v, s, p in jobs]
-    else:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as ex:
-            outs = list(ex.map(_job, *zip(*[(preset, v, s, p, 1, device) for v, s, p in jobs])))
+    outs = map_jobs(_job, [(preset, v, s, p, threads, device) for v, s, p in jobs],
+                    [(preset, v, s, p, 1, device) for v, s, p in jobs], workers)
     for v, s, losses, t in outs:
         results.setdefault(v, {})[s] = losses
         timings[f"{v}/s{s}"] = t

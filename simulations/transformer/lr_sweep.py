@@ -29,6 +29,7 @@ import torch
 
 from .data import load_corpus
 from .evaluate import evaluate_checkpoint
+from .jobs import map_jobs
 from .model import GPT
 from .train import make_configs, results_root, train
 
@@ -125,14 +126,8 @@ def run_sweep(mults=MULTS, variants=SWEEP_VARIANTS, seed: int = 0, root: Path | 
     counts = np.bincount(corpus.train, minlength=256).astype(float)
     probs = counts / counts.sum()
     jobs = [(v, m, str(sweep_checkpoint(v, m, seed, root))) for v in variants for m in mults]
-    if workers > 1:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as ex:
-            evals = list(ex.map(_train_eval, *zip(*[(v, m, seed, p, False, 1) for v, m, p in jobs])))
-    else:
-        evals = [_train_eval(v, m, seed, p, progress, None, corpus) for v, m, p in jobs]
+    evals = map_jobs(_train_eval, [(v, m, seed, p, progress, None, corpus) for v, m, p in jobs],
+                     [(v, m, seed, p, False, 1) for v, m, p in jobs], workers)
     from .train import load_model
 
     rows = []

@@ -25,7 +25,8 @@ from stylized.estimators import proportion_ci
 
 from .data import Corpus, load_corpus
 from .evaluate import weights_digest
-from .model import GPT, MAIN_VARIANTS, VARIANTS
+from .jobs import check_variants_and_workers, map_jobs
+from .model import GPT
 from .train import checkpoint_path, command_outputs, default_device, load_model, make_configs, train
 
 DEPTHS = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -187,12 +188,7 @@ def run_passkey(preset: str = "cpu", variants: list[str] | None = None, *, worke
                 threads: int | None = 1, results_dir: str | os.PathLike | None = None, trials: int | None = None,
                 fraction: float | None = None, device: str | None = None) -> dict:
     """Train the passkey checkpoints that are missing, test every variant, write JSON, CSV and the heatmap."""
-    variants = list(variants or MAIN_VARIANTS)
-    for v in variants:
-        if v not in VARIANTS:
-            raise ValueError(f"variants: {v!r} is not one of: {', '.join(VARIANTS)}")
-    if not isinstance(workers, int) or not 1 <= workers <= 64:
-        raise ValueError(f"workers={workers!r} must be an integer in [1, 64]")
+    variants = check_variants_and_workers(variants, workers)
     if preset not in SETTINGS:
         raise ValueError(f"preset={preset!r} is not one of: {', '.join(SETTINGS)}")
     cfg = dict(SETTINGS[preset])
@@ -212,14 +208,8 @@ def run_passkey(preset: str = "cpu", variants: list[str] | None = None, *, worke
         raise ValueError("--trials/--fraction: the canonical cpu run uses the preset's; pass --results-dir")
     t0 = time.time()
     jobs = [(v, str(passkey_checkpoint(preset, v, root, cfg['fraction']))) for v in variants]
-    if workers == 1:
-        outs = [_job(preset, v, p, cfg, threads, device) for v, p in jobs]
-    else:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as ex:
-            outs = list(ex.map(_job, *zip(*[(preset, v, p, cfg, 1, device) for v, p in jobs])))
+    outs = map_jobs(_job, [(preset, v, p, cfg, threads, device) for v, p in jobs],
+                    [(preset, v, p, cfg, 1, device) for v, p in jobs], workers)
     rows, timings, summary = [], {}, {}
     for v, r, t in outs:
         rs = with_intervals(r, v)
