@@ -50,7 +50,8 @@ from .counter_rng import (
     unit_open,
 )
 from .lse import lse_push
-from .transport import beta_step, iter_route_queries, route_angles, route_queries
+from .laws.isotropic import Householder
+from .transport import beta_step, iter_route_queries, route_angles
 from .transport_reference import position_to_route
 
 __all__ = ["kernel", "dot_nb", "beta_step_nb", "so2_scores_numpy", "so2_scores_numba", "householder_queries_numpy",
@@ -105,9 +106,13 @@ def so2_scores_numba(theta, dot, cross):
 def householder_queries_numpy(w: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Reference: ``w`` ``(L, d)`` unit reflection vectors by position, ``q`` ``(d,)``; returns ``U`` ``(L, d)``.
 
-    The array-namespace engine (:func:`stylized.transport.route_queries`) on the route-length view of ``w``.
+    The reflection ``u ← u − 2w(w·u)`` (:func:`stylized.transport.beta_step`) walked outward from the query.
     """
-    return route_queries("householder", position_to_route(w), q)[::-1]
+    U = np.empty(w.shape)
+    U[-1] = q
+    for j in range(w.shape[0] - 2, -1, -1):
+        U[j] = beta_step(U[j + 1], w[j + 1])
+    return U
 
 
 @numba.njit(cache=True)
@@ -126,7 +131,7 @@ def householder_overlaps_numpy(w: np.ndarray, q: np.ndarray, ns: np.ndarray) -> 
     ``(T, len(ns))`` values ``qᵀ P_n q`` through the engine (:func:`stylized.transport.iter_route_queries`)."""
     steps = np.concatenate([np.zeros_like(w[:, :1]), w], axis=1)  # route-length order, row 0 unused
     out = np.empty((w.shape[0], len(ns)))
-    for n, u in enumerate(iter_route_queries("householder", steps[:, : int(np.max(ns)) + 1], q)):
+    for n, u in enumerate(iter_route_queries(Householder(d=w.shape[-1]), steps[:, : int(np.max(ns)) + 1], q)):
         out[:, ns == n] = (u @ q)[:, None]
     return out
 

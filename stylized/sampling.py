@@ -38,9 +38,7 @@ import math
 import numpy as np
 
 from .backend import array_namespace, to_numpy, xp_generator
-from .families import SO2Family, StepFamily, as_generator, uniform_sphere
-from .kernels import kernel
-from .transport import beta_step
+from .families import StepFamily, as_generator, uniform_sphere
 from .transport_reference import route_product
 
 __all__ = ["equal_energy_query", "sample_overlaps", "sample_steps", "haar_coordinates", "sample_far_route",
@@ -99,11 +97,10 @@ def sample_overlaps(family: StepFamily, ns, size: int, random_state=None, backen
     """
     ns = _check_ns(ns)
     rng = as_generator(random_state)
-    if backend == "numba" and family.kind == "householder":
-        q = equal_energy_query(family.d) if q is None else np.asarray(q, dtype=float)
-        nmax = int(ns[-1])
-        w = family.rvs(size * nmax, rng).reshape(size, nmax, family.d)
-        return kernel("householder_overlaps", backend)(w, q, ns)
+    qq = equal_energy_query(family.d) if q is None else np.asarray(q, dtype=float)
+    fast = family.fast_overlaps(ns, size, rng, backend, qq)
+    if fast is not None:
+        return fast
     xp = array_namespace(backend)
     return to_numpy(_sample_overlaps_xp(family, ns, size, xp_generator(backend, rng), xp, q))
 
@@ -115,60 +112,13 @@ def _sample_overlaps_xp(family: StepFamily, ns: np.ndarray, size: int, xrng, xp,
                         k=None):
     """:func:`sample_overlaps` through the array namespace ``xp`` with its Generator ``xrng``: ``qᵀ P_n k``.
 
-    ``k`` defaults to ``q`` (then ``qᵀ P_n q``).  SO(2): accumulated angles ``A_n``, walked in blocks of
-    at most ``block`` steps (default and cap: as many as keep ``size·block·d/2`` within :data:`XP_CHUNK_ELEMENTS`),
-    ``s = Σ_b cos(A_b) dot_b + sin(A_b) cross_b``.  Householder: the rank-one update
-    ``u ← u − 2 g (g·u)/||g||²`` (:func:`stylized.transport.beta_step`) from ``u = k`` with Gaussian ``g``, one step at a time over all trials.
-    Haar kind: the exact joint law over the route lengths — between consecutive ``n_{k−1} < n_k`` a Haar
-    step occurs with probability ``1 − (1−p)^{n_k − n_{k−1}}``, and then ``qᵀP k`` is a fresh
-    ``||q||·||k||``-scaled Haar coordinate, else it is unchanged (``qᵀk`` before any Haar step).
+    ``k`` defaults to ``q`` (then ``qᵀ P_n q``).  The law walks its own chains (:meth:`StepLaw.walk_scores`):
+    accumulated angles for SO(2) laws, rank-one updates for reflections, the exact joint law for Haar-step
+    flags, and the generic per-step walk ``u_n = m_nᵀ u_{n−1}`` on fresh draws for any other law.
     Returns an ``xp`` array ``(size, len(ns))``.
     """
-    d = family.d
-    qh = equal_energy_query(d) if q is None else np.asarray(q, dtype=float)
-    kh = qh if k is None else np.asarray(k, dtype=float)
-    qk = float(qh @ kh)
-    out = xp.empty((size, ns.size))
-    if family.kind == "haar":
-        scale = float(np.linalg.norm(qh) * np.linalg.norm(kh)) if k is not None else qk
-        cur = xp.full(size, qk)
-        prev = 0
-        for c, n in enumerate(ns.tolist()):
-            if n > prev:
-                hit = xrng.random(size) < 1.0 - (1.0 - family.p) ** (n - prev)
-                cur = xp.where(hit, scale * haar_coordinates(xrng, (size,), d), cur)
-            out[:, c] = cur
-            prev = n
-        return out
-    qd = xp.asarray(qh)
-    want = {int(n): c for c, n in enumerate(ns.tolist())}
-    if 0 in want:
-        out[:, want[0]] = qk
-    nmax = int(ns[-1])
-    if isinstance(family, SO2Family):
-        dot = xp.asarray(qh[0::2] * kh[0::2] + qh[1::2] * kh[1::2])
-        cross = None if k is None else xp.asarray(qh[1::2] * kh[0::2] - qh[0::2] * kh[1::2])
-        fit = max(1, XP_CHUNK_ELEMENTS // max(1, size * (d // 2)))
-        block = fit if block is None else max(1, min(block, fit))
-        A = xp.zeros((size, d // 2))
-        for start in range(0, nmax, block):
-            m = min(block, nmax - start)
-            Ab = A[:, None, :] + xp.cumsum(family.sample(xrng, (size, m), xp), axis=1)
-            for t in range(m):
-                if start + t + 1 in want:
-                    s = xp.cos(Ab[:, t, :]) @ dot
-                    out[:, want[start + t + 1]] = s if cross is None else s + xp.sin(Ab[:, t, :]) @ cross
-            A = Ab[:, -1, :]
-        return out
-    if family.kind == "householder":
-        u = xp.broadcast_to(xp.asarray(kh), (size, d)).copy()
-        for n in range(1, nmax + 1):
-            g = xrng.standard_normal((size, d))
-            u = beta_step(u, g, 2.0 / xp.sum(g * g, axis=1)[:, None])  # w = g/||g||
-            if n in want:
-                out[:, want[n]] = u @ qd
-        return out
-    raise ValueError(f"family {family.name!r} has no array-namespace sampler")
+    qh = equal_energy_query(family.d) if q is None else np.asarray(q, dtype=float)
+    return family.walk_scores(ns, size, xrng, xp, q=qh, k=k, block=block)
 
 
 def sample_far_route(family: StepFamily, n: int, size: int, random_state=None, q: np.ndarray | None = None) -> np.ndarray:
@@ -184,7 +134,7 @@ def sample_far_route(family: StepFamily, n: int, size: int, random_state=None, q
     >>> sample_far_route(make_family("haar", d=4), n=10, size=3, random_state=0).shape
     (3, 4)
     """
-    if family.kind != "haar":
+    if not hasattr(family, "p") or family.step_ndim != 0:
         raise ValueError(f"family must be haar or lazy-haar for the exact far-route law, got {family.name!r}")
     rng = as_generator(random_state)
     q = equal_energy_query(family.d) if q is None else np.asarray(q, dtype=float)

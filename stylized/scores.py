@@ -43,7 +43,7 @@ from .context_sweep import (  # noqa: F401  (re-exported: the sweep's home is co
     transport_context_xp,
 )
 from .estimators import Estimate, proportion_ci
-from .families import SO2Family, StepFamily, as_generator
+from .families import Householder, SO2Family, StepFamily, as_generator
 from .kernels import beta_step_nb
 from .sampling import XP_CHUNK_ELEMENTS, _sample_overlaps_xp, haar_coordinates
 from .score_laws import haar_expected_max, haar_mgf, uniform_phase_mgf
@@ -296,7 +296,7 @@ def householder_chain_scores_numpy(g: np.ndarray, q: np.ndarray, k: np.ndarray) 
     the engine (:func:`stylized.transport.iter_route_queries`: ``P_nᵀ k = M_n ⋯ M_1 k`` for symmetric steps)."""
     w = g / np.linalg.norm(g, axis=2, keepdims=True)
     steps = np.concatenate([np.zeros_like(w[:, :1]), w], axis=1)  # route-length order, row 0 unused
-    *_, u = iter_route_queries("householder", steps, np.asarray(k, dtype=float))
+    *_, u = iter_route_queries(Householder(d=g.shape[-1]), steps, np.asarray(k, dtype=float))
     return u @ q
 
 

@@ -64,11 +64,11 @@ def route_products(mats: np.ndarray) -> np.ndarray:
 def dense_route_steps(family: StepFamily, steps: np.ndarray, random_state=None) -> np.ndarray:
     """Matrices of structured route-length draws ``steps`` ``(T, N, …)`` → ``(T, N, d, d)``.
 
-    Haar kinds: the Haar steps of a mask get fresh Haar matrices from ``random_state``; already-dense
-    ``(T, N, d, d)`` Haar draws are returned as they are.
+    Haar-step flags get fresh Haar matrices from ``random_state``; already-dense ``(T, N, d, d)`` draws
+    (a dense law's, or dense Haar matrices) are returned as they are.
     """
     steps = np.asarray(steps)
-    if family.kind == "haar" and steps.ndim == 4:
+    if steps.ndim == 4:
         return steps.astype(float)
     T, N = steps.shape[:2]
     flat = steps.reshape((T * N,) + steps.shape[2:])

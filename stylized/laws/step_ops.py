@@ -1,0 +1,99 @@
+"""Array primitives of one step, written once against the array namespace of their inputs.
+
+* :func:`beta_step` — ``x − β w (w·x)`` (Householder ``β = 2``, PaTH contraction ``0 < β < 2``);
+* :func:`so2_trig`, :func:`so2_rotate`, :func:`rotate_planes` — commuting SO(2) planes by angle;
+* :func:`uniform_sphere` — uniform unit vectors on ``S^{d−1}``;
+* :func:`haar_law_queries`, :func:`haar_law_sum` — the exact law of (lazy) Haar steps.
+
+They import nothing from the laws, so every law and the transport engine can use them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..backend import namespace_of
+
+__all__ = ["beta_step", "so2_trig", "so2_rotate", "rotate_planes", "uniform_sphere", "haar_law_queries",
+           "haar_law_sum"]
+
+
+def beta_step(x, w, beta=2.0):
+    """``x − β w (w·x)`` over the last axis (``w`` unit: Householder ``β = 2``, contraction ``0 < β < 2``).
+
+    ``x``, ``w`` of shape ``(..., d)`` in one namespace; ``beta`` a scalar or an array broadcasting
+    against ``(..., 1)``.  One vector uses ``w @ x``, a batch an ``einsum`` over the last axis.
+    """
+    if x.ndim == 1 and w.ndim == 1:
+        return x - beta * w * (w @ x)
+    return x - beta * w * namespace_of(x).einsum("...d,...d->...", w, x)[..., None]
+
+
+def so2_trig(steps):
+    """``cos A_n``, ``sin A_n`` of ``A_n = θ_1 + … + θ_n`` (``A_0 = 0``) for route-length angles ``(..., N, B)``."""
+    xp = namespace_of(steps)
+    A = xp.cumsum(steps, axis=-2) - steps[..., :1, :]
+    return xp.cos(A), xp.sin(A)
+
+
+def so2_rotate(trig: tuple, v):
+    """``diag(R(A_b)) v`` from ``(cos A, sin A)`` ``(..., B)`` and vectors ``v`` ``(..., 2B)`` (broadcast).
+
+    An odd trailing coordinate (``v`` of length ``2B + 1``) is a fixed axis: it is passed through.
+    """
+    c, s = trig
+    x, y = v[..., 0:2 * c.shape[-1]:2], v[..., 1:2 * c.shape[-1]:2]
+    shape = np.broadcast_shapes(c.shape[:-1], v.shape[:-1]) + (v.shape[-1],)
+    out = namespace_of(c).empty(shape)
+    out[..., 0:2 * c.shape[-1]:2] = c * x - s * y
+    out[..., 1:2 * c.shape[-1]:2] = s * x + c * y
+    if v.shape[-1] > 2 * c.shape[-1]:
+        out[..., 2 * c.shape[-1]:] = v[..., 2 * c.shape[-1]:]
+    return out
+
+
+def rotate_planes(v, angles):
+    """Apply ``diag(R(A_b))`` to vectors ``v`` (``(..., d)``) with plane angles ``A`` (``(..., d/2)``)."""
+    xp = namespace_of(angles)
+    return so2_rotate((xp.cos(angles), xp.sin(angles)), xp.asarray(v, dtype=float))
+
+
+def uniform_sphere(rng, shape: tuple, d: int, xp=np):
+    """Uniform unit vectors on ``S^{d−1}``: normalised Gaussians, shape ``shape + (d,)``, drawn with the
+    Generator ``rng`` of the array namespace ``xp``."""
+    g = rng.standard_normal(tuple(shape) + (d,))
+    return g / xp.sqrt(xp.sum(g * g, axis=-1, keepdims=True))
+
+
+def haar_law_queries(mask, q, fresh):
+    """Exact law of ``u_n = P_nᵀ q`` for (lazy) Haar steps: ``u_n`` is ``fresh[..., n, :]`` (uniform, norm
+    ``||q||``) at a Haar step ``mask[..., n]`` and ``u_{n−1}`` otherwise (``u_0 = q``)."""
+    xp = namespace_of(fresh)
+    U = xp.empty(fresh.shape)
+    U[..., 0, :] = q
+    for n in range(1, mask.shape[-1]):
+        U[..., n, :] = xp.where(mask[..., n, None], fresh[..., n, :], U[..., n - 1, :])
+    return U
+
+
+def haar_law_sum(mask, weights, values, rng=None, fresh: Callable | None = None):
+    """``Σ_n a_n P_n v_n`` for (lazy) Haar steps by their exact law (weights independent of the steps).
+
+    Horner from the far end, ``r ← a_n v_n + m_{n+1} r``, where a Haar step ``m`` maps ``r`` to ``||r||``
+    times a fresh uniform unit vector (independent of the past) and a lazy step is the identity.
+    ``mask`` ``(T, N)`` marks the Haar steps.  The unit vectors come from ``fresh(n)`` (the one used by
+    step ``m_{n+1}``) or, by default, from the Generator ``rng`` of the namespace of ``values``, one
+    ``(T, d)`` draw per step, far end first.
+    """
+    xp = namespace_of(values)
+    N = mask.shape[-1]
+    if fresh is None:
+        def fresh(n):
+            return uniform_sphere(rng, mask.shape[:-1], values.shape[-1], xp)
+    r = weights[..., N - 1, None] * values[..., N - 1, :]
+    for n in range(N - 2, -1, -1):
+        f = fresh(n) * xp.linalg.norm(r, axis=-1, keepdims=True)
+        r = weights[..., n, None] * values[..., n, :] + xp.where(mask[..., n + 1, None], f, r)
+    return r
