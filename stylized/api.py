@@ -2,7 +2,8 @@
 
 The options and their defaults are the command line's (``stylized check NAME --help``), so
 ``stylized.run("score-gap", d=64)`` and ``stylized check score-gap --d 64`` run the same
-experiment with the same numbers.  Bad options raise ``ValueError`` naming the option.
+experiment with the same numbers.  Bad options raise :class:`~stylized.InvalidInput` (a ``ValueError``) naming
+the option, before any work; anything raised while the check runs reaches the caller unchanged.
 
 Examples
 --------
@@ -26,8 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .errors import InvalidInput
 from .registry import Check, get_check, load_checks
-from .results import run_check, save_result, use_output_root
+from .results import atomic_write, atomic_write_text, run_check, save_result, use_output_root, validate_run
 
 __all__ = ["run", "Result", "defaults", "check_names"]
 
@@ -75,7 +77,7 @@ class Result:
         """The result as one JSON object (``stylized check NAME --json``); also written to ``path`` when given."""
         text = json.dumps(self.data, allow_nan=False)
         if path is not None:
-            Path(path).write_text(text + "\n")
+            atomic_write_text(Path(path), text + "\n")
         return text
 
     def save(self, out: str | os.PathLike) -> Path:
@@ -114,8 +116,9 @@ class Result:
             real_close(extra)
         if not kept:
             raise ValueError(f"name: check {self.name!r} drew no figure for this result")
-        if path is not None:
-            kept[0].savefig(path)
+        if path is not None:  # the format from the suffix of path (PNG without one), written atomically
+            fmt = Path(path).suffix.lstrip(".").lower() or "png"
+            atomic_write(Path(path), lambda tmp: kept[0].savefig(tmp, format=fmt))
         return kept[0]
 
 
@@ -151,8 +154,10 @@ def run(name: str, *, seed: int = 0, backend: str = "numba", progress: bool = Fa
 
     Raises
     ------
-    ValueError
-        An unknown check or option, or a value outside its range (the message names the option).
+    InvalidInput
+        (a ``ValueError``) an unknown check or option, a value outside its range, or options that do not fit
+        together (the message names the option), before any work.  Anything raised while the check runs
+        (a bug, a full disk) propagates unchanged.
 
     Examples
     --------
@@ -160,20 +165,24 @@ def run(name: str, *, seed: int = 0, backend: str = "numba", progress: bool = Fa
     >>> stylized.run("mixing", family="warp")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: family: ...
+    stylized.InvalidInput: family: ...
+    >>> stylized.run("mixing", family="so2-uniform", d=13)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    stylized.InvalidInput: d: d must be even for SO(2) blocks ...
     >>> stylized.run("score-gap", dd=3)
     Traceback (most recent call last):
     ...
-    ValueError: unknown option(s) for check 'score-gap': dd
+    stylized.InvalidInput: unknown option(s) for check 'score-gap': dd
     """
     names = check_names()
     if not isinstance(name, str) or name not in names:
-        raise ValueError(f"name must be one of {', '.join(names)}; got {name!r}")
+        raise InvalidInput(f"name must be one of {', '.join(names)}; got {name!r}")
     check = get_check(name)
     try:
-        check.parse_params(options)  # validate everything before any work
-        data = run_check(check, options, seed=seed, backend=backend, progress=progress)
-    except ValueError as e:
-        raise ValueError(_python_name(check, str(e).splitlines()[0] if str(e) else repr(e))) from None
+        validate_run(check, options, seed=seed, backend=backend)  # everything the run refuses, before any work
+    except InvalidInput as e:
+        raise InvalidInput(_python_name(check, str(e).splitlines()[0] if str(e) else repr(e))) from None
+    data = run_check(check, options, seed=seed, backend=backend, progress=progress)
     return Result(name=check.name, claim=check.claim, holds=bool(data["holds"]), rows=data["rows"],
                   headline=data.get("headline", {}), params=data["params"], seconds=data["seconds"], data=data)

@@ -11,18 +11,29 @@ With ``--json`` stdout is exactly one JSON object ``{"claim", "params", "holds",
 ``--quiet`` hides progress and prints only the verdict line.  Further sub-commands (``transformer``,
 ``spot-check``) are plugged in through the ``stylized.commands`` entry points and imported only when run.
 
-Exit status: 0 when the claim holds, 1 when it does not (``check --all``: when any does
-not), 2 on bad input (one line naming the option and its allowed range).
+Exit status, three kinds of failure told apart:
+
+* 0: the claim holds (``check --all``: every stylized check holds; with ``--strict``, every claim does);
+* 1: a claim does not hold;
+* 2: bad input, found before any work or file: an option out of range, options that do not fit together, a
+  destination that cannot be written, a missing optional part (one line ``stylized: error: …`` naming the option);
+* 3: an internal error (anything else, a ``ValueError`` raised while a check runs included): one line
+  ``stylized: internal error: … (full traceback in FILE)``, the traceback kept in that file; never printed.
+* 130: interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 
 from . import __version__
 from .backend import BACKENDS
+from .cli_validate import checked_falsify, checked_sweep, package_present, validation
+from .errors import InvalidInput, save_traceback
 from .options import Choice, Int, arg_type
 from .registry import COMMANDS_GROUP, load_checks, load_plugin, plugins
 from .report import fmt, write_paper_checks
@@ -37,6 +48,7 @@ from .results import (
     run_check,
     save_result,
     use_output_root,
+    validate_run,
 )
 
 __all__ = ["main", "build_parser"]
@@ -91,6 +103,9 @@ def build_parser(load: str | None = None) -> argparse.ArgumentParser:
     pc.add_argument("--force", action="store_true", help="with --all: rerun checks whose results are up to date")
     pc.add_argument("--all-backend", default="numba", type=arg_type(Choice(*BACKENDS)),
                     help=f"with --all: backend to use, one of {', '.join(BACKENDS)} (default numba)")
+    pc.add_argument("--strict", action="store_true",
+                    help="with --all: the exit status follows every claim, the ones read from other commands' "
+                         "results included (default: the stylized checks only)")
     _add_output(pc, None)
     csub = pc.add_subparsers(dest="name", parser_class=_Parser, metavar="CLAIM")
     for check in load_checks(external=True).values():
@@ -116,12 +131,14 @@ def build_parser(load: str | None = None) -> argparse.ArgumentParser:
     pz.add_argument("--no-frr", action="store_true", help="only the mutation table")
     pz.add_argument("--no-mutants", action="store_true", help="only the false-rejection rates")
     pz.add_argument("--dry-run", action="store_true", help="validate the names and options; run nothing")
-    pz.set_defaults(func=lambda a: _falsify_main(a.names, seeds=a.seeds, mutants=not a.no_mutants, frr=not a.no_frr,
+    pz.set_defaults(func=lambda a: checked_falsify(a.names, seeds=a.seeds, mutants=not a.no_mutants, frr=not a.no_frr,
                                                  dry_run=a.dry_run))
 
     from .sweep import add_parser as add_sweep
 
-    add_sweep(sub)
+    ps = add_sweep(sub)
+    run_sweep = ps.get_default("func")
+    ps.set_defaults(func=lambda a: checked_sweep(a, run_sweep))  # everything validated before the sweep's work
     parser.missing_plugins = _add_plugin_commands(sub, load)  # last: a plugin never shadows a built-in command
     return parser
 
@@ -134,7 +151,8 @@ def _add_plugin_commands(sub, load: str | None) -> dict[str, str]:
         if name in sub.choices:  # a built-in command of that name wins
             continue
         if name != load:
-            sub.add_parser(name, help=f"{name} commands (stylized {name} --help)")
+            if package_present(value):  # a command whose package is not installed is not advertised
+                sub.add_parser(name, help=f"{name} commands (stylized {name} --help)")
             continue
         try:
             load_plugin(value)(sub)
@@ -145,12 +163,6 @@ def _add_plugin_commands(sub, load: str | None) -> dict[str, str]:
                              f"benchmarks/ package): {e}")
 
     return missing
-
-
-def _falsify_main(*a, **k) -> int:
-    from .falsify import main as falsify_main
-
-    return falsify_main(*a, **k)
 
 
 def _one_line(msg: str) -> str:
@@ -178,7 +190,8 @@ def _table(rows: list[dict]) -> str:
 
 
 def _verdict_line(r: dict) -> str:
-    return f"{r['paper_claim']} {r['claim']}: {'HOLDS' if r['holds'] else 'DOES NOT HOLD'}   ({r['seconds']:.2f} s)"
+    state = "REPORTED (a measurement, no verdict)" if r["holds"] is None else "HOLDS" if r["holds"] else "DOES NOT HOLD"
+    return f"{r['paper_claim']} {r['claim']}: {state}   ({r['seconds']:.2f} s)"
 
 
 def _print_result(r: dict) -> None:
@@ -187,6 +200,20 @@ def _print_result(r: dict) -> None:
     if h.get("verdict"):
         print(h["verdict"])
     print(_table(r["rows"]))
+
+
+def _list_laws() -> None:
+    """The registered step laws (``--family`` takes any of them, or ``package.module:Factory``)."""
+    from .laws.registry import law_names, resolve_law
+
+    print("step laws (--family NAME, or package.module:Factory; installed packages add laws under the "
+          "'stylized.laws' entry-point group):")
+    for name in law_names():
+        try:
+            doc = (resolve_law(name).__doc__ or "").strip().splitlines()[0]
+        except (ValueError, IndexError):
+            doc = ""
+        print(f"    {name:<14} {doc}")
 
 
 def _cmd_check(args) -> int:
@@ -198,33 +225,43 @@ def _cmd_check(args) -> int:
                 print(f"    {o.flag:<14} {str(o.default):<24} {o.help}; {o.allowed() or 'any'}")
             print(f"    {'--seed':<14} {'0':<24} random seed")
             print(f"    {'--backend':<14} {'numba':<24} {', '.join(c.backends)}")
+        _list_laws()
         return 0
     if args.all:
-        return _run_all(checks, force=args.force, backend=args.all_backend, quiet=args.quiet)
+        return _run_all(checks, force=args.force, backend=args.all_backend, quiet=args.quiet, strict=args.strict)
+    if args.strict:
+        raise InvalidInput("--strict: only with --all (a single check's exit status already follows its claim)")
     if not getattr(args, "name", None):
         return _fail("check: give a CLAIM, --list or --all (see stylized check --help)")
     check = args.check
     given = {o.name: getattr(args, o.name) for o in check.options if getattr(args, o.name) is not None}
-    params = check.parse_params(given)  # every option validated (ranges, work cap) before any work or file
     try:
         Choice(*check.backends)(args.backend)
     except ValueError as e:
-        raise ValueError(f"--backend: {e}") from None
-    if args.dry_run:
-        json.dump({"claim": check.name, "params": {**params, "seed": args.seed, "backend": args.backend}}, sys.stdout)
-        sys.stdout.write("\n")
-        return 0
-    out_dir = None
+        raise InvalidInput(f"--backend: {e}") from None
+    # every option validated (ranges, work cap, the limits between options), the backend's availability too,
+    # before any work or file: --dry-run refuses exactly what the run would
+    params = validate_run(check, given, seed=args.seed, backend=args.backend)
     args.save = args.save or getattr(args, "out", None) is not None  # --out DIR keeps the result there
+    if args.save and check.external:
+        raise InvalidInput(f"--save: {check.name} reads a result another command wrote; there is nothing to save")
+    out_dir = None
     if args.save:
         # only the paper's run (built-in defaults, seed 0) replaces the canonical result;
         # any other run is saved under results/runs/<check>-<params hash>/
         canonical = is_canonical(check, given, args.seed, args.backend)
         out_dir = results_dir() if canonical else _run_dir(check.name, given, args.seed, args.backend)
         check_writable(out_dir)
-    if args.save and check.external:
-        raise ValueError(f"--save: {check.name} reads a result another command wrote; there is nothing to save")
-    result = run_check(check, given, seed=args.seed, backend=args.backend, progress=not (args.no_progress or args.quiet))
+    if args.dry_run:
+        json.dump({"claim": check.name, "params": {**params, "seed": args.seed, "backend": args.backend}}, sys.stdout)
+        sys.stdout.write("\n")
+        return 0
+    progress = not (args.no_progress or args.quiet)
+    if check.external:  # it reads what another command wrote: a result that is not there is not a bug here
+        with validation():
+            result = run_check(check, given, seed=args.seed, backend=args.backend, progress=progress)
+    else:
+        result = run_check(check, given, seed=args.seed, backend=args.backend, progress=progress)
     if args.save:
         path = save_result(result, out_dir)
         if not args.quiet:
@@ -237,7 +274,7 @@ def _cmd_check(args) -> int:
         print(_verdict_line(result))
     else:
         _print_result(result)
-    return 0 if result["holds"] else 1
+    return 0 if result["holds"] or result["holds"] is None else 1  # a reported measurement has no claim to fail
 
 
 def _run_dir(name: str, given: dict, seed: int, backend: str):
@@ -252,14 +289,19 @@ def _backend_for(check, preferred: str) -> str:
     return preferred if preferred in check.backends else check.backends[0]
 
 
-def _run_all(checks, *, force: bool, backend: str, quiet: bool = False) -> int:
-    """Every check at its defaults; one line per check on stdout and a tally; exit 1 if any does not hold.
+def _run_all(checks, *, force: bool, backend: str, quiet: bool = False, strict: bool = False) -> int:
+    """Every check at its defaults; one line per check on stdout, then a tally that states every claim.
 
-    Checks whose results another command writes (C6, the bridge) are reported from those results
-    when present, and not counted.  ``quiet``: only the tally line.
+    Checks whose results another command writes (C6, the bridge, retrieval) are reported from those results when
+    present (``not run`` when absent).  Exit 1 if a stylized check does not hold; with ``strict``, also if an
+    external claim does not hold or has no result (a *reported* measurement has no verdict and never counts).
+    ``quiet``: only the tally line.
     """
+    from .report import paper_checks_path
+
     clock = Stopwatch()
-    check_writable(results_dir())
+    check_writable(results_dir())  # every destination proven before any work
+    check_writable(paper_checks_path().parent)
     say = (lambda *a, **k: None) if quiet else print
     held = 0
     for i, check in enumerate(checks.values(), 1):
@@ -273,18 +315,31 @@ def _run_all(checks, *, force: bool, backend: str, quiet: bool = False) -> int:
             note = f"{r['seconds']:.1f} s"
         held += bool(r["holds"])
         say(f"{check.claim} {check.name}: {'holds' if r['holds'] else 'DOES NOT HOLD'} ({note})", flush=True)
+    external: dict[str, bool | None | str] = {}  # name → holds (True/False), None (reported) or "not run"
     for check in (c for c in load_checks(external=True).values() if c.external):
         try:
             r = run_check(check, seed=0, backend=_backend_for(check, backend), progress=False)
         except ValueError:  # its command has not been run (here)
+            external[check.name] = "not run"
             continue
+        external[check.name] = r["holds"]
         state = "reported" if r["holds"] is None else ("holds" if r["holds"] else "DOES NOT HOLD")
         say(f"{check.claim} {check.name}: {state} "
             f"(read from {r.get('source', 'its saved result')}; not counted)", flush=True)
     path = write_paper_checks()
-    print(f"{held}/{len(checks)} hold", flush=True)
+    print(_tally(held, len(checks), external), flush=True)
     say(f"wrote {path} and results in {results_dir()} ({clock.seconds:.1f} s)", file=sys.stderr)
-    return 0 if held == len(checks) else 1
+    ok = held == len(checks)
+    if strict:
+        ok = ok and all(v is None or v is True for v in external.values())
+    return 0 if ok else 1
+
+
+def _tally(held: int, total: int, external: dict) -> str:
+    """``13/13 stylized checks hold · transformer-compare does not hold · transformer-retrieval reported``."""
+    word = {True: "holds", False: "does not hold", None: "reported", "not run": "not run (no result)"}
+    parts = [f"{held}/{total} stylized checks hold"] + [f"{name} {word[v]}" for name, v in external.items()]
+    return " · ".join(parts)
 
 
 def _cmd_figures(args) -> int:
@@ -295,6 +350,8 @@ def _cmd_figures(args) -> int:
     for name in names:  # every name validated before any work
         if name not in [*checks, "transformer"]:
             return _fail(f"figures: NAME must be one of {', '.join([*checks, 'transformer'])}; got {str(name)[:40]!r}")
+    check_writable(figures_dir())  # and where a missing result is saved: both proven before any work
+    check_writable(results_dir())
     for name in names:
         for check in [checks[k] for k in external] if name == "transformer" else [checks[name]]:
             if check.external:  # plots what its command saved
@@ -314,26 +371,48 @@ def _cmd_figures(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``stylized …``: the exit status tells the three kinds of failure apart (see the module's docstring)."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        return _main(argv)
+    except InvalidInput as e:
+        return _fail(str(e) if str(e) else repr(e))
+    except KeyboardInterrupt:
+        print("stylized: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # stdout closed early (``| head``): nothing more to say
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # no second error when Python flushes stdout at exit
+        return 141
+    except Exception as e:  # anything else is ours: one line, the traceback in a file
+        return _internal_error(e, argv)
+
+
+def _internal_error(e: BaseException, argv: list[str]) -> int:
+    where = save_traceback(e, argv)
+    what = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+    shown = where if where.startswith("(") else f"(full traceback in {where})"
+    print(f"stylized: internal error: {_one_line(what)} {shown}", file=sys.stderr)
+    return 3
+
+
+def _main(argv: list[str]) -> int:
     parser = build_parser(load=argv[0] if argv else None)
     if argv and argv[0] in parser.missing_plugins:  # before parsing: the plugin's own options are unknown here
         return _fail(parser.missing_plugins[argv[0]])
     args = parser.parse_args(argv)
-    try:
-        out = getattr(args, "out", None)
-        if out is not None:
-            check_writable(out)
-        with use_output_root(out):
-            if args.command == "check":
-                return _cmd_check(args)
-            if args.command == "figures":
-                return _cmd_figures(args)
-            if getattr(args, "func", None):
-                return int(args.func(args) or 0)
-        parser.print_help()
-        return 0
-    except ValueError as e:
-        return _fail(str(e) if str(e) else repr(e))
+    out = getattr(args, "out", None)
+    if out is not None:
+        check_writable(out)  # proven before any work (InvalidInput naming --out)
+    with use_output_root(out):
+        if args.command == "check":
+            return _cmd_check(args)
+        if args.command == "figures":
+            return _cmd_figures(args)
+        if getattr(args, "func", None):
+            return int(args.func(args) or 0)
+    parser.print_help()
+    return 0
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 Every command-line option of every command is parsed by a :class:`Spec` (a callable): a check's
 ``Option(name, default, help, Int(1, 10**7, size=True))``, the ``type=`` of an argparse
-argument, or :func:`validate_params` for the whole set of a check's options.  A refusal is a
-``ValueError`` whose message is one line naming the allowed range and the value given, e.g.
+argument, or ``Check.parse_params`` for the whole set of a check's options.  A refusal is a
+:class:`~stylized.InvalidInput` (a ``ValueError``) whose message is one line naming the allowed range and
+the value given, e.g.
 ``must be an integer in [1, 10^7], got '1.5'``; the CLI prefixes the option's flag and exits 2,
 before any work or any file is created.
 
@@ -19,13 +20,13 @@ Example
 >>> Int(1, 10**7)("1.5")
 Traceback (most recent call last):
 ...
-ValueError: must be an integer in [1, 10^7], got '1.5'
+stylized.InvalidInput: must be an integer in [1, 10^7], got '1.5'
 >>> FloatList(0, None, lo_open=True)("0.1,0.2")
 [0.1, 0.2]
 >>> Choice("a", "b")("c")
 Traceback (most recent call last):
 ...
-ValueError: must be one of a, b, got 'c'
+stylized.InvalidInput: must be one of a, b, got 'c'
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from .errors import InvalidInput
 
 __all__ = ["Spec", "Int", "Float", "IntList", "FloatList", "Choice", "Choices", "Bool", "Text", "spec_of",
            "WORK_FACTOR", "MAX_LIST", "check_work", "work_estimate", "arg_type", "fmt_num", "arg_int", "arg_real",
@@ -121,8 +124,8 @@ class Spec:
                      else f" ({self.min_len} to {self.max_len} values, {self.min_len} distinct)")
         return text + (" or 'none'" if self.optional else "")
 
-    def _fail(self, value: Any) -> ValueError:
-        return ValueError(f"must be {self.describe()}, got {_shown(value)}")
+    def _fail(self, value: Any) -> InvalidInput:
+        return InvalidInput(f"must be {self.describe()}, got {_shown(value)}")
 
     # -- parsing -----------------------------------------------------------------------
     def _number(self, x: Any, whole: Any) -> float | int:
@@ -313,7 +316,7 @@ def work_estimate(specs: dict[str, Any], params: dict) -> float:
 
 
 def check_work(specs: dict[str, Any], params: dict, defaults: dict, flags: dict[str, str]) -> None:
-    """Refuse (``ValueError`` naming the size options) a run estimated at more than
+    """Refuse (:class:`~stylized.InvalidInput` naming the size options) a run estimated at more than
     :data:`WORK_FACTOR` times the run at ``defaults``."""
     sized = [n for n, s in specs.items() if isinstance(s, Spec) and s.size]
     if not sized:
@@ -324,7 +327,7 @@ def check_work(specs: dict[str, Any], params: dict, defaults: dict, flags: dict[
     cap = WORK_FACTOR * base
     if w > cap:
         names = ", ".join(flags[n] for n in sized)
-        raise ValueError(f"{names}: the work estimate {' × '.join(n for n in sized)} = {w:.3g} exceeds the cap "
+        raise InvalidInput(f"{names}: the work estimate {' × '.join(n for n in sized)} = {w:.3g} exceeds the cap "
                          f"{cap:.3g} ({WORK_FACTOR}× the default run); reduce them")
 
 

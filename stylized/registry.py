@@ -34,9 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from .backend import BACKENDS
+from .errors import InvalidInput
 from .options import Spec, check_work, spec_of
 
-__all__ = ["Option", "Mutant", "Check", "headline", "register", "load_checks", "get_check", "plugins", "load_plugin", "int_list", "float_list", "str_list"]
+__all__ = ["Option", "Mutant", "Check", "headline", "register", "add_validator", "load_checks", "get_check", "plugins", "load_plugin", "int_list", "float_list", "str_list"]
 
 
 def int_list(s: str | list) -> list[int]:
@@ -138,22 +139,28 @@ class Check:
     external: bool = False
     table_rows: Callable[[Path], list[str]] | None = None
     section: Callable[[Path], list[str]] | None = None
+    # Limits between options (each in range, together not): ``validate(params)`` raises ``InvalidInput``
+    # (or ``ValueError``) ``"--opt: …"``; :meth:`parse_params` applies it, so ``--dry-run``, sweeps and
+    # ``stylized.run`` refuse such a run before any work, as the run itself would.
+    validate: Callable[[dict], None] | None = None
 
     def defaults(self) -> dict:
         return {o.name: o.default for o in self.options}
 
     def parse_params(self, given: dict | None = None) -> dict:
         """Defaults overridden by ``given`` (strings, lists or values), each parsed and validated by
-        its option's spec; then the work estimate is capped (:func:`stylized.options.check_work`).
+        its option's spec; then the work estimate is capped (:func:`stylized.options.check_work`) and the limits
+        between options are applied (every :func:`add_validator` hook, then the check's ``validate``).
 
-        Raises ``ValueError`` ``"--opt: must be … in [lo, hi], got '…'"`` (one line) on the first bad value.
+        Raises :class:`~stylized.InvalidInput` ``"--opt: must be … in [lo, hi], got '…'"`` (one line) on the
+        first bad value or limit.
         """
         params = self.defaults()
         if given is not None and not isinstance(given, dict):
             raise TypeError(f"params must be a dict of option values, got {type(given).__name__}")
         unknown = set(given or {}) - set(params)
         if unknown:
-            raise ValueError(f"unknown option(s) for check {self.name!r}: {', '.join(sorted(map(str, unknown)))}")
+            raise InvalidInput(f"unknown option(s) for check {self.name!r}: {', '.join(sorted(map(str, unknown)))}")
         opts = {o.name: o for o in self.options}
         for k, v in (given or {}).items():
             if v is None:
@@ -162,9 +169,32 @@ class Check:
             try:
                 params[k] = spec(v) if isinstance(spec, Spec) or isinstance(v, (str, list)) else v
             except (ValueError, TypeError, OverflowError) as e:
-                raise ValueError(f"{opts[k].flag}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+                raise InvalidInput(f"{opts[k].flag}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+        law = (given or {}).get("family")
+        if hasattr(law, "step_ndim") and "d" in params and (given or {}).get("d") is None:
+            params["d"] = [law.d] if isinstance(params["d"], list) else law.d  # a StepLaw brings its own d
         check_work({o.name: o.spec for o in self.options}, params, self.defaults(), {o.name: o.flag for o in self.options})
+        hooks = [lambda p, fn=fn: fn(self, p) for fn in _VALIDATORS.values()]  # the shared limits first
+        hooks += [self.validate] if self.validate is not None else []
+        for hook in hooks:
+            try:
+                hook(dict(params))
+            except InvalidInput:
+                raise
+            except ValueError as e:  # a limit's refusal (a bug in a hook is any other exception: not bad input)
+                raise InvalidInput(str(e).splitlines()[0] if str(e) else type(e).__name__) from None
         return params
+
+
+_VALIDATORS: dict[str, Callable[[Check, dict], None]] = {}
+
+
+def add_validator(fn: Callable[[Check, dict], None]) -> Callable[[Check, dict], None]:
+    """Add a limit that :meth:`Check.parse_params` applies to every check: ``fn(check, params)`` returns
+    quietly or raises :class:`~stylized.InvalidInput` naming the option (the experiments add the step-family
+    construction this way: ``simulations._common.validate_families``).  Added once per function name."""
+    _VALIDATORS[f"{fn.__module__}.{fn.__qualname__}"] = fn
+    return fn
 
 
 def headline(quantity: str, row: dict, verdict: str, **override) -> dict:

@@ -14,6 +14,7 @@ and ``STYLIZED_FIGURES_DIR`` override the two folders (tests use this).
 from __future__ import annotations
 
 import csv
+import errno
 import hashlib
 import io
 import json
@@ -23,11 +24,13 @@ import platform
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+
+from .errors import InvalidInput
 
 __all__ = [
     "output_root",
@@ -38,7 +41,10 @@ __all__ = [
     "figures_dir",
     "Stopwatch",
     "numba_cache_is_warm",
+    "atomic_write",
     "atomic_write_text",
+    "check_writable",
+    "validate_run",
     "save_result",
     "load_result",
     "code_hash",
@@ -50,7 +56,7 @@ __all__ = [
 
 _ROOT = Path(__file__).resolve().parent.parent
 # Files whose change can move a number: every library module but the plumbing around it.
-_NOT_NUMERIC = {"__init__.py", "__main__.py", "cli.py", "report.py", "registry.py", "results.py", "bench.py", "sweep.py",
+_NOT_NUMERIC = {"__init__.py", "__main__.py", "_cache.py", "errors.py", "cli.py", "cli_validate.py", "report.py", "registry.py", "results.py", "bench.py", "sweep.py",
                 "falsify.py", "plotting.py", "api.py", "options.py"}
 
 
@@ -137,19 +143,31 @@ class Stopwatch:
         return time.perf_counter() - self._t0
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (same-directory temporary file + ``os.replace``)."""
+def atomic_write(path: str | os.PathLike, write: Callable[[str], object]) -> Path:
+    """Make ``path`` atomically: ``write(tmp)`` fills a same-directory temporary file ``.<name>.*.tmp`` (a
+    writer that picks the format from the suffix must be told it), then ``os.replace``.  On any failure (a
+    full disk, an interrupt) the temporary file is removed and ``path`` is left as it was."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
     try:
-        with os.fdopen(fd, "w", newline="") as f:
-            f.write(text)
+        write(tmp)
         os.replace(tmp, path)
-    except BaseException:
+    finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-        raise
+    return path
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (:func:`atomic_write`)."""
+
+    def write(tmp: str) -> None:
+        with open(tmp, "w", newline="") as f:
+            f.write(text)
+
+    atomic_write(path, write)
 
 
 def to_jsonable(x):
@@ -266,14 +284,59 @@ def load_result(name: str, directory: Path | None = None) -> dict | None:
     return r
 
 
-def check_writable(directory: Path) -> None:
-    """Raise ``ValueError`` (before any work) when results cannot be written to ``directory``."""
+def check_writable(directory: str | os.PathLike, option: str = "--out") -> None:
+    """Prove, before any work, that files can be made in ``directory``: create the folders it lacks, create and
+    remove a probe file in it, then remove the folders it created (nothing is left behind either way).
+
+    Raises :class:`~stylized.InvalidInput` naming ``option`` when it cannot (a regular file on the way, a
+    read-only or virtual file system such as ``/proc``, a name too long, no permission).
+    """
     directory = Path(directory)
-    probe = directory
-    while not probe.exists():
-        probe = probe.parent
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise ValueError(f"results directory {directory} is not writable; choose another with --out")
+    made: list[Path] = []
+    try:
+        try:
+            missing, p = [], directory.absolute()
+            while not p.is_dir():  # OSError for a name too long
+                if p.exists() or p.is_symlink():
+                    raise NotADirectoryError(errno.ENOTDIR, f"{p} is a file, not a folder")
+                missing.append(p)
+                if p.parent == p:
+                    break
+                p = p.parent
+            for m in reversed(missing):
+                m.mkdir()
+                made.append(m)
+            fd, probe = tempfile.mkstemp(dir=directory, prefix=".stylized-probe.", suffix=".tmp")
+            os.close(fd)
+            os.unlink(probe)
+        finally:
+            for m in reversed(made):
+                try:
+                    m.rmdir()
+                except OSError:
+                    pass
+    except OSError as e:
+        why = e.strerror or type(e).__name__
+        shown = str(directory) if len(str(directory)) <= 120 else str(directory)[:117] + "…"
+        raise InvalidInput(f"{option}: {shown} is not writable ({why}); choose another folder with --out") from None
+
+
+def validate_run(check, params: dict | None = None, *, seed: int = 0, backend: str = "numba") -> dict:
+    """Everything a run refuses, checked before any work: the seed, the backend (named, supported by the check,
+    available here) and the options with every limit between them (``check.parse_params``).  Returns the
+    parsed options; :class:`~stylized.InvalidInput` naming the first bad one otherwise."""
+    from .backend import check_backend
+
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InvalidInput(f"seed must be an integer ≥ 0, got {seed!r}")
+    try:
+        check_backend(backend)
+    except ValueError as e:
+        raise InvalidInput(str(e)) from None
+    if backend not in check.backends:
+        raise InvalidInput(f"backend for check {check.name!r} must be one of {', '.join(check.backends)}; "
+                           f"got {backend!r}")
+    return check.parse_params(params)
 
 
 def is_canonical(check, params: dict | None, seed: int, backend: str) -> bool:
@@ -314,14 +377,7 @@ def run_check(check, params: dict | None = None, *, seed: int = 0, backend: str 
     The result holds ``claim``, ``params`` (including ``seed`` and ``backend``), ``holds``,
     ``rows``, ``seconds``, the check's extra keys, and ``meta`` (versions, time, code hash).
     """
-    from .backend import check_backend
-
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be an integer ≥ 0, got {seed!r}")
-    check_backend(backend)
-    if backend not in check.backends:
-        raise ValueError(f"backend for check {check.name!r} must be one of {', '.join(check.backends)}; got {backend!r}")
-    p = check.parse_params(params)
+    p = validate_run(check, params, seed=seed, backend=backend)
     if progress and backend == "numba" and not check.external and not numba_cache_is_warm():
         print("compiling numba kernels (first run only)…", file=sys.stderr, flush=True)
     clock = Stopwatch()

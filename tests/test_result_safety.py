@@ -29,7 +29,7 @@ def test_check_all_prints_a_tally_and_exits_1_if_any_fails(monkeypatch, tmp_resu
     rc = cli.main(["check", "--all", "--force"])
     out = capsys.readouterr().out.splitlines()
     n = len([line for line in out if (": holds" in line or "DOES NOT HOLD" in line) and "not counted" not in line])
-    assert rc == 1 and out[-1] == f"{n - 1}/{n} hold"
+    assert rc == 1 and out[-1].split(" · ")[0] == f"{n - 1}/{n} stylized checks hold"
 
 
 def test_non_default_save_is_exploratory(tmp_results, capsys):
