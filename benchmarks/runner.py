@@ -34,7 +34,7 @@ import numpy as np
 
 __all__ = ["main", "collect_rows", "machine", "timed_pair", "row", "OTHER_MODULES"]
 
-OTHER_MODULES = ("benchmarks.scores", "stylized.lse")
+OTHER_MODULES = ("benchmarks.scores", "benchmarks.laws", "stylized.lse")
 """Modules whose ``bench_rows(repeat)`` add rows (``stylized.lse`` until its rows move here)."""
 
 

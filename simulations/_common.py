@@ -2,23 +2,90 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from stylized.families import FAMILY_NAMES, StepFamily, make_family
-from stylized.options import Choice, Choices, Float, Int
-from stylized.registry import Option
+from stylized import InvalidInput
+from stylized.families import FAMILY_NAMES, StepFamily, StepLaw, law_names, make_family
+from stylized.laws.registry import resolve_law
+from stylized.options import Float, Int, Spec
+from stylized.registry import Check, Option, add_validator
+from stylized.results import atomic_write
 
-__all__ = ["errorbar_rows", "family_options", "family_from_params", "families_from_params", "save_figure", "new_figure", "caption"]
+__all__ = ["errorbar_rows", "LawChoice", "law_option", "law_at", "family_options", "family_from_params", "families_from_params", "validate_families",
+           "save_figure", "new_figure", "caption"]
+
+
+@dataclass(frozen=True)
+class LawChoice(Spec):
+    """Parses ``--family``: a registered law name (:func:`stylized.families.law_names`), an installed
+    ``stylized.laws`` entry point, ``package.module:Factory``, or (from Python) a :class:`StepLaw` instance;
+    ``multi`` takes a comma list of them, or ``all`` (the six canonical families, :data:`FAMILY_NAMES`).
+    A :class:`~stylized.options.Spec` of kind ``choice``/``choices`` over the registered names, which also
+    takes a law by module path or as an object.
+
+    >>> LawChoice.of(multi=True)("householder,cayley")
+    ['householder', 'cayley']
+    """
+
+    @classmethod
+    def of(cls, multi: bool = False, allow_all: bool = True) -> LawChoice:
+        names = tuple(law_names()) + (("all",) if multi and allow_all else ())
+        return cls("choices" if multi else "choice", choices=names)
+
+    @property
+    def multi(self) -> bool:
+        return self.kind == "choices"
+
+    def describe(self) -> str:
+        return super().describe() + ", or package.module:Factory"
+
+    def _one(self, x):
+        if isinstance(x, StepLaw):
+            return x
+        if not isinstance(x, str) or not x.strip() or not x.strip().isprintable():
+            raise self._fail(x)
+        x = x.strip()
+        if x in self.choices:
+            return x
+        if ":" in x:
+            try:
+                resolve_law(x)  # imports it now: a missing module is refused before any work
+            except ValueError as e:
+                raise InvalidInput(str(e)) from None
+            return x
+        raise self._fail(x)
+
+    def __call__(self, value):
+        if isinstance(value, StepLaw):
+            return [value] if self.multi else value
+        if isinstance(value, bytes) or value is None:
+            raise self._fail(value)
+        items = value.split(",") if isinstance(value, str) else list(value) if isinstance(value, (list, tuple)) else [value]
+        out = [self._one(x) for x in items if not (isinstance(x, str) and not x.strip())]
+        if not out or len(out) > self.max_len or (not self.multi and len(out) != 1):
+            raise self._fail(value)
+        return out if self.multi else out[0]
+
+
+def law_option(default, multi: bool = False, help: str | None = None, allow_all: bool = True) -> Option:
+    """The ``--family`` option: any step law (:class:`LawChoice`)."""
+    text = help or ("step law: a registered name (check --list shows them), package.module:Factory, or a StepLaw "
+                    "from Python" + (" (comma list" + (", or 'all' for the six canonical families)" if allow_all else ")")
+                                     if multi else ""))
+    return Option("family", default, text, LawChoice.of(multi, allow_all))
 
 
 def family_options(family_default: str = "householder", d_default: int = 64, multi: bool = False) -> tuple[Option, ...]:
     """The options that pick a step family and its parameters."""
-    fam_help = f"step family: {', '.join(FAMILY_NAMES)}" + (" (comma list, or 'all')" if multi else "")
     return (
-        Option("family", family_default, fam_help, Choices(*FAMILY_NAMES, "all") if multi else Choice(*FAMILY_NAMES)),
-        Option("d", d_default, "dimension d (even for SO(2) families)", Int(2, 4096, size=True)),
+        law_option(family_default, multi),
+        Option("d", d_default, "dimension d (even for SO(2) families; a StepLaw given from Python brings its own)",
+               Int(2, 4096, size=True)),
         Option("omega", 1.0, "so2-uniform: angle half-width ω in (0, π]", Float(0, np.pi, lo_open=True)),
         Option("sigma", 0.5, "so2-normal: angle standard deviation σ > 0 (μ = 0)", Float(0, 1e6, lo_open=True)),
         Option("p", 0.1, "lazy-haar: probability p ∈ (0, 1] of a Haar step", Float(0, 1, lo_open=True)),
@@ -26,17 +93,97 @@ def family_options(family_default: str = "householder", d_default: int = 64, mul
     )
 
 
-def family_from_params(params: dict, name: str | None = None) -> StepFamily:
-    return make_family(name or params["family"], params["d"], omega=params["omega"], sigma=params["sigma"],
-                       p=params["p"], base=params["base"])
+def law_at(entry, d: int, params: dict) -> StepLaw:
+    """The law ``entry`` (a name, ``module:Factory`` or a :class:`StepLaw`) in dimension ``d``.
+
+    A law instance keeps its own parameters; at another ``d`` it is rebuilt with ``dataclasses.replace``."""
+    if isinstance(entry, StepLaw):
+        return entry if entry.d == d else dataclasses.replace(entry, d=d)
+    return make_family(entry, d, **{k: params[k] for k in _FAMILY_ARGS if k in params})
+
+
+def family_from_params(params: dict, name=None) -> StepFamily:
+    """The one law the params name (``name`` overrides ``params["family"]``), at ``params["d"]``."""
+    entry = params["family"] if name is None else name
+    if isinstance(entry, list):
+        entry = entry[0]
+    return law_at(entry, params["d"], params)
 
 
 def families_from_params(params: dict) -> list[StepFamily]:
+    """Every law ``params["family"]`` names (``all``: the six canonical families), at ``params["d"]``."""
     names = params["family"]
-    names = [names] if isinstance(names, str) else list(names)
+    names = [names] if isinstance(names, (str, StepLaw)) else list(names)
     if names == ["all"]:
         names = list(FAMILY_NAMES)
     return [family_from_params(params, n) for n in names]
+
+
+_FAMILY_ARGS = ("omega", "sigma", "p", "base")  # the family parameters among a check's options (family_options)
+
+
+@functools.lru_cache(maxsize=512)
+def _family_refusal(name: str, d: int, args: tuple) -> str | None:
+    """Why ``make_family(name, d, **args)`` refuses (its message), or ``None`` when it builds."""
+    try:
+        make_family(name, d, **dict(args))
+    except ValueError as e:
+        return str(e).splitlines()[0] if str(e) else type(e).__name__
+    return None
+
+
+def validate_families(params: dict) -> None:
+    """Build every step family the run will build (each ``family`` × each ``d``, with the family parameters
+    among ``params``) and turn a refusal into :class:`~stylized.InvalidInput` naming the option: the limits
+    between ``--family``, ``--d`` and the family parameters (an odd ``d`` for an SO(2) family) are found
+    before any work, as ``--dry-run`` and ``stylized.run`` need.  Params without ``family`` and ``d``: nothing.
+
+    >>> validate_families({"family": ["householder", "so2-uniform"], "d": [16, 13], "omega": 1.0})
+    Traceback (most recent call last):
+    ...
+    stylized.InvalidInput: --d: d must be even for SO(2) blocks (d = 2, 4, 6, …), got 13 (with --family so2-uniform)
+    """
+    if "family" not in params or "d" not in params:
+        return
+    names = [params["family"]] if isinstance(params["family"], (str, StepLaw)) else list(params["family"])
+    names = list(FAMILY_NAMES) if names == ["all"] else names
+    ds = params["d"] if isinstance(params["d"], (list, tuple)) else [params["d"]]
+    args = tuple((k, params[k]) for k in _FAMILY_ARGS if k in params)
+    try:
+        hash(args)
+        refusal = _family_refusal
+    except TypeError:  # a per-plane list given from Python: not cached
+        refusal = _family_refusal.__wrapped__
+    for name in names:
+        for d in ds:
+            if isinstance(name, StepLaw):  # a law from Python: rebuilt at d only if d differs (law_at)
+                try:
+                    law_at(name, d, params)
+                    why = None
+                except (ValueError, TypeError) as e:
+                    why = str(e).splitlines()[0] if str(e) else type(e).__name__
+            else:
+                why = refusal(name, d, args)
+            if why is not None:
+                word = why.split()[0] if why.split() else ""
+                flag = f"--{word}" if word in ("d", *_FAMILY_ARGS) else "--family"
+                raise InvalidInput(f"{flag}: {why}" + ("" if flag == "--family" else f" (with --family {name})"))
+
+
+@add_validator
+def _families_of_experiments(check: Check, params: dict) -> None:
+    """:func:`validate_families` for this package's checks (every ``Check.parse_params`` applies it); the refusal
+    also gives the option's allowed range."""
+    if check.module.split(".")[0] != __name__.split(".")[0]:
+        return
+    try:
+        validate_families(params)
+    except InvalidInput as e:
+        flag = str(e).split(":")[0]
+        allowed = next((o.allowed() for o in check.options if o.flag == flag), "")
+        if not allowed:
+            raise
+        raise InvalidInput(f"{e}; {flag} takes {allowed}") from None
 
 
 def errorbar_rows(ax, x, rows: list[dict], floor: float | None = None, **kw):
@@ -72,14 +219,12 @@ def save_figure(fig, outdir: Path, name: str) -> Path:
     """Save ``fig`` to ``outdir/name.png`` atomically and close it."""
     import matplotlib.pyplot as plt
 
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    path = outdir / f"{name}.png"
-    tmp = outdir / f".{name}.tmp.png"
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    fig.savefig(tmp, dpi=130)
-    plt.close(fig)
-    tmp.replace(path)
+    path = Path(outdir) / f"{name}.png"
+    try:
+        fig.tight_layout(rect=(0, 0.04, 1, 1))
+        atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=130, format="png"))  # no partial file left on failure
+    finally:
+        plt.close(fig)
     return path
 
 

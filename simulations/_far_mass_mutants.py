@@ -12,10 +12,18 @@ import importlib
 from contextlib import ExitStack, contextmanager
 from unittest import mock
 
-from stylized.families import LazyHaar
+from stylized.families import LazyHaar, StepLaw
 from stylized.weight_laws import FarLaw
 
-__all__ = ["scaled_far_law", "wrap_model", "frozen_family"]
+__all__ = ["scaled_far_law", "wrap_model", "frozen_family", "estimated_mean_off", "ESTIMATED_PARAMS"]
+
+ESTIMATED_PARAMS = {
+    "transfer": {"family": "cayley", "d": 5, "L": [128, 1024], "trials": 800, "target_n": 1, "lam": 6.0, "D": 8},
+    "far-mass-growth": {"family": "cayley", "d": 5, "lam": 8.0, "D": 8, "L": [16, 32, 64, 128], "L_sim": 128,
+                        "trials": 2000, "horizon_lam": [4.0], "horizon_trials": 100, "control": ["none"]},
+}
+"""Sizes of the estimated-theory mutants (per check): ``cayley``, a law without a closed-form operator, at odd
+``d`` and where a 3% error in ``E[M]`` is within reach of the measurement."""
 
 
 def scaled_far_law(target: str, scale: float):
@@ -45,3 +53,29 @@ def wrap_model(module: str, names: tuple[str, ...], family: str | None = None, *
 
             stack.enter_context(mock.patch(f"{module}.{name}", wrapped))
         yield
+
+
+@contextmanager
+def estimated_mean_off(factor: float = 0.97):
+    """Theory mutant of the estimated path: the one-step overlap law behind an estimated transition operator has
+    its mean ``E M₁₁ = 1 − γ`` (the estimated ``E[M]``) off by ``factor`` (``(M₁₁, M₂₁) → (factor·M₁₁, M₂₁)``).
+
+    The estimated operators are cached per law: the caches are cleared on entry and exit."""
+    from stylized import weight_laws
+
+    orig = StepLaw.overlap_step_draws
+
+    def off(self, size, xrng):
+        a, b = orig(self, size, xrng)
+        return factor * a, b
+
+    def clear():
+        weight_laws._transition_cached.cache_clear()
+        weight_laws._estimates_cached.cache_clear()
+
+    clear()
+    try:
+        with mock.patch.object(StepLaw, "overlap_step_draws", off):
+            yield
+    finally:
+        clear()

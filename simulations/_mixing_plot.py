@@ -57,10 +57,18 @@ def _window_panel(ax, wins: list[dict], colors: dict) -> None:
             x = i + (j - (len(Ls) - 1) / 2) * 0.28
             if w["window"] is None:
                 continue
-            ax.errorbar([x], [w["window"]], yerr=[[w["window"] - w["window_low"]], [w["window_high"] - w["window"]]],
+            lo = w["window_low"] if w["window_low"] is not None else w["window"]
+            hi = w["window_high"] if w["window_high"] is not None else w["nmax"]  # unresolved: up to the last route
+            ax.errorbar([x], [w["window"]], yerr=[[w["window"] - lo], [max(0, hi - w["window"])]],
                         fmt="os^v"[j % 4], color=c, mfc=c if j == 0 else "none")
+            if w["window_high"] is None:  # the upper end lies beyond nmax
+                ax.plot([x], [hi], "^", color=c, ms=4)
             if w["exact_crossing"] is not None:
                 ax.hlines(w["exact_crossing"], x - 0.12, x + 0.12, color="k", lw=1.5, zorder=4)
+            if w.get("crossing_low") is not None and w.get("crossing_high") != w.get("crossing_low"):
+                # an estimated E[M]: the theory's own interval of n*
+                top = w["crossing_high"] if w["crossing_high"] is not None else w["nmax"]
+                ax.vlines(x + 0.1, w["crossing_low"], top, color="k", lw=0.8, zorder=4)
     ax.set_xticks(range(len(fams)), fams, rotation=35, ha="right")
     ax.set_yscale("log")
     top = max((w["window_high"] or 1 for w in wins), default=10)

@@ -19,6 +19,13 @@ interval of a blocked streamed sum, :func:`lse_rounding_tol`) and each adversari
 Verdict: holds when no draw fell below the bound (beyond rounding) and the extreme configuration
 equals the closed form to rounding.  Mutants: the bound loosened ×½ (never crossed, but no longer
 attained), ``e^{λ}`` for ``e^{2λ}`` (crossed), logits reaching ``±1.05λ`` (crossed).
+
+Why no ``--family``: the bound is a statement about logits alone — it holds for *any* logits in ``[−λ, λ]``,
+whatever produced them — and every orthogonal step law produces such logits (``|λ qᵀP_{j→i}k_j| ≤ λ`` for unit
+``q``, ``k_j``).  So the check draws the logits directly (uniform, adversarial, and the extreme configuration,
+which no random law reaches) and covers every law at once; a law would only narrow the logits it tests.  The
+check ``far-mass-growth`` counts crossings of this bound on the trials of any law; ``transfer`` reports it
+beside its far-mass rows.
 """
 
 from __future__ import annotations

@@ -6,29 +6,41 @@ matrix, applied without being stored) for ``haar`` / ``lazy-haar`` — no exact-
 (:func:`stylized.score_chains.score_chains`).  ``q`` is the equal-energy unit query and ``k = q`` (a
 far copy of the target key: ``s = 1`` at ``n = 0``, so only the transport can move it).
 
-The laws, both exact (:mod:`stylized.score_laws`):
+The laws, asked of each step law (:meth:`stylized.laws.base.StepLaw.far_score_law`, by its declared
+capabilities; :mod:`stylized.score_laws`):
 
-* O(d) families: ``(1 + s)/2 ~ Beta((d−1)/2, (d−1)/2)`` *(derived)*; lazy Haar is a mixture with an atom
-  ``s = qᵀk`` of weight ``(1 − p)^n`` (no Haar step yet), tested apart by a binomial test;
-* SO(2) blocks: uniform phases, ``s = Σ_b a_b cos U_b`` (``a_b = |q_b||k_b|``), whose CDF is the exact
-  Fourier series of a compactly supported law with characteristic function ``Π_b J₀(a_b t)``
-  (:class:`~stylized.score_laws.UniformPhaseSum`, truncation error ≤ 1e-10).
+* isotropic orthogonal laws (householder, lazy-haar, haar, cayley, any ``d ≥ 2``, odd included):
+  ``(1 + s)/2 ~ Beta((d−1)/2, (d−1)/2)`` *(derived)*; a law with an atom ``P_n = I`` (lazy Haar: no Haar
+  step yet, weight ``(1 − p)^n``, :meth:`~stylized.laws.base.StepLaw.unmixed_probability`) is a mixture with
+  an atom ``s = qᵀk``, tested apart by a binomial test;
+* SO(2) planes whose angles equidistribute: uniform phases, ``s = Σ_b a_b cos U_b`` (``a_b = |q_b||k_b|``),
+  whose CDF is the exact Fourier series of a compactly supported law with characteristic function
+  ``Π_b J₀(a_b t)`` (:class:`~stylized.score_laws.UniformPhaseSum`, truncation error ≤ 1e-10);
+* any other law (a user's law without declared isotropy): an *estimated* reference — 20,000 chains of its
+  own steps at route length ``⌈4·W(0.01)⌉`` on a stream of their own
+  (:class:`~stylized.score_reference.EstimatedScoreLaw`), labelled so in ``theory_kind``.
 
-Per family: a one-sample KS test of the scores against the exact CDF, and rows ``P(s ≥ t)`` (Wilson
-intervals; the trials are independent) against the exact tail (``theory``) with the concentration bound
-(``bound``: Lévy ``exp(−d t²/2)`` or Hoeffding ``exp(−t²/(2Σa_b²))``).  Rows with fewer than 10 expected
-exceedances (or non-exceedances) are reported with ``in_verdict = false``.
+Per family: a KS test of the scores against the law (one-sample against an exact CDF, two-sample against an
+estimated reference), and rows ``P(s ≥ t)`` (Wilson intervals; the trials are independent) against the
+law's tail (``theory``; an estimated one with its own 95% interval ``theory_ci``, the comparison widened by
+it) with the concentration bound (``bound``: Lévy ``exp(−d t²/2)`` or Hoeffding ``exp(−t²/(2Σa_b²))``; none
+for an estimated law).  Rows with fewer than 10 expected exceedances (or non-exceedances) are reported with
+``in_verdict = false``.  The default route length comes from the law's ``γ``, estimated (and labelled in
+``W_kind``) for a law without a closed-form ``E[M]``.  A law that is not orthogonal (a contraction carries
+``s`` to 0: no post-mixing law) is refused before any work.
 
 ``--backend numba`` runs the counter-stream kernels; ``numpy`` and ``cupy`` the namespace twins.
 
 Verdict at a joint 95% level (Bonferroni over every test of every family): each KS (and binomial) p-value
-is ≥ 0.05/m, each in-verdict tail's interval holds its theory, no tail's interval lies above its bound.
+is ≥ 0.05/m, each in-verdict tail's interval holds its theory (meets the theory's own interval, when
+estimated), no tail's interval lies above its bound.
 Below the window (small ``--n``) it must fail.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -36,17 +48,16 @@ from scipy import stats
 
 from stylized import plotting as sp
 from stylized import score_laws as laws
-from stylized.bounds import hoeffding_tail, levy_tail
 from stylized.estimators import proportion_ci
-from stylized.families import FAMILY_NAMES
+from stylized.families import StepLaw
 from stylized.montecarlo import check_positive_int
-from stylized.options import Choices, FloatList, Int
+from stylized.options import FloatList, Int
 from stylized.registry import Check, Mutant, Option, headline, patched, register
 from stylized.sampling import equal_energy_query
 from stylized.score_chains import score_chains
-from stylized.score_laws import HaarCoordinate, UniformPhaseSum, far_score_law
+from stylized.score_laws import HaarCoordinate, estimated_far_score_law, far_score_law
 
-from ._common import family_from_params, family_options
+from ._common import family_from_params, family_options, law_option
 
 NAME = "haar-law"
 CHUNK = 4096  # trials per kernel call
@@ -74,95 +85,123 @@ def _route_length(params: dict, fam) -> int:
     return int(math.ceil(3 * W))
 
 
-def _family_part(fam, n, params, seed, backend, ts):
-    """Scores, tests and tail rows of one family."""
+def _law_of(params: dict, entry) -> StepLaw:
+    """The step law of one ``family`` entry: a law object as given, else built from its name and the options."""
+    return entry if isinstance(entry, StepLaw) else family_from_params(params, entry)
+
+
+def _passes(j, lo: float, hi: float) -> bool:
+    """The joint interval ``j`` holds a closed-form theory (``lo = hi``) or meets an estimated one's interval."""
+    return bool(j.contains(lo)) if lo == hi else bool(j.ci_low <= hi and lo <= j.ci_high)
+
+
+def _family_part(fam, law, n, params, seed, backend, ts):
+    """Scores, tests and tail rows of one family against its post-mixing ``law``."""
     d = fam.d
     q = equal_energy_query(d)
     k = q
     s = transport(fam, n, params["trials"], seed, q, k, backend)
-    law = far_score_law(fam, q, k)
     qk = float(q @ k)
-    u = (1.0 - fam.p) ** n if fam.kind == "haar" else 0.0  # lazy Haar: no Haar step yet, s = qᵀk
+    unmixed = fam.unmixed_probability(n)  # lazy Haar: no Haar step yet, s = qᵀk
+    u = 0.0 if unmixed is None else unmixed
     atom = np.abs(s - qk) <= 1e-9 if u > 0 else np.zeros(s.size, bool)
-    ks = stats.kstest(s[~atom], law.cdf) if (~atom).sum() else None
+    ks = law.ks_test(s[~atom]) if (~atom).sum() else None
     p_atom = float(stats.binomtest(int(atom.sum()), s.size, u).pvalue) if u > 0 else None
-    theory = (1 - u) * np.asarray(law.sf(ts)) + u * (qk >= np.asarray(ts))
-    if law.name == "haar":
-        bound = (1 - u) * levy_tail(np.asarray(ts), d) + u * (qk >= np.asarray(ts))
-    else:
-        bound = hoeffding_tail(np.asarray(ts), np.asarray(law.a))
+    above = qk >= np.asarray(ts)
+    theory = (1 - u) * np.asarray(law.sf(ts)) + u * above
+    tb = law.tail_bound(np.asarray(ts))
+    bound = [None] * len(ts) if tb is None else (1 - u) * tb + u * above
     rows = []
-    for t, th, b in zip(ts, theory, bound):
+    for i, (t, th, b) in enumerate(zip(ts, theory, bound)):
         hits = int(np.count_nonzero(s >= t))
+        lo, hi = law.sf_interval(t)  # an estimated law's own 95% interval (a point for a closed form)
+        th_ci = (float(th), float(th)) if lo == hi else ((1 - u) * lo + u * above[i], (1 - u) * hi + u * above[i])
         rows.append({"family": fam.name, "d": d, "n": n, "t": t, **proportion_ci(hits, s.size).as_row(),
-                     "theory": float(th), "theory_kind": "closed form", "bound": float(b),
-                     "bound_kind": "upper bound on P(s ≥ t)", "law": law.name,
-                     "in_verdict": bool(min(th, 1 - th) * s.size >= MIN_COUNT), "_hits": hits})
-    part = {"family": fam.name, "d": d, "n": n, "W": fam.mixing_window(0.01), "law": law.name,
+                     "theory": float(th), "theory_kind": law.theory_kind,
+                     **({} if th_ci[0] == th_ci[1] else {"theory_ci": [float(th_ci[0]), float(th_ci[1])]}),
+                     "bound": None if b is None else float(b),
+                     "bound_kind": "upper bound on P(s ≥ t)" if b is not None else None, "law": law.name,
+                     "in_verdict": bool(min(th, 1 - th) * s.size >= MIN_COUNT), "_hits": hits, "_theory_ci": th_ci})
+    part = {"family": fam.name, "d": d, "n": n, "W": fam.mixing_window(0.01), "W_kind": fam.theory_kind,
+            "law": law.name, "law_kind": law.theory_kind,
             "ks_stat": None if ks is None else float(ks.statistic), "ks_pvalue": None if ks is None else float(ks.pvalue),
-            "unmixed_probability": u if fam.kind == "haar" else None,
+            "unmixed_probability": unmixed,
             "unmixed_share": float(atom.mean()) if u > 0 else None, "unmixed_binom_pvalue": p_atom}
-    return s, law, u, qk, rows, part
+    return s, u, qk, rows, part
 
 
 def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict:
-    names = params["family"]
-    names = [names] if isinstance(names, str) else list(names)
+    entries = params["family"]
+    entries = [entries] if isinstance(entries, (str, StepLaw)) else list(entries)
     check_positive_int("trials", params["trials"], 20)
     ts = sorted(set(params["t"]))
     if not ts or ts[0] < 0 or ts[-1] >= 1:
         raise ValueError(f"t must be a list of thresholds in [0, 1), got {params['t']!r}")
+    plan = []  # every law, route length and post-mixing law first: a refusal comes before any work
+    for entry in entries:
+        fam = _law_of(params, entry)
+        if not fam.orthogonal:
+            raise ValueError(f"family {fam.name}: this check needs orthogonal steps (orthogonal=True): a contraction "
+                             "carries far scores to 0, with no post-mixing law to compare with")
+        q = equal_energy_query(fam.d)
+        plan.append((fam, _route_length(params, fam), far_score_law(fam, q, q)))
     rows, parts, samples = [], [], {}
-    for f_idx, name in enumerate(names):
-        fam = family_from_params(params, name)
-        n = _route_length(params, fam)
-        s, law, u, qk, fr, part = _family_part(fam, n, params, [seed, f_idx], backend, ts)
+    for f_idx, (fam, n, law) in enumerate(plan):
+        s, u, qk, fr, part = _family_part(fam, law, n, params, [seed, f_idx], backend, ts)
         rows += fr
         parts.append(part)
-        samples[name] = (s, law, u, qk)
+        samples[fam.name] = (s, law, u, qk)
     m = sum(p["ks_pvalue"] is not None for p in parts) + sum(p["unmixed_binom_pvalue"] is not None for p in parts) \
         + sum(r["in_verdict"] for r in rows)
     alpha = 0.05 / max(1, m)
     for r in rows:
         j = proportion_ci(r.pop("_hits"), r["n_samples"], level=1 - alpha)
         r["joint_ci"] = [j.ci_low, j.ci_high]
-        r["within_joint_ci"] = bool(j.contains(r["theory"]))
-        r["bound_holds"] = bool(j.ci_low <= r["bound"])
+        r["within_joint_ci"] = _passes(j, *r.pop("_theory_ci"))
+        r["bound_holds"] = None if r["bound"] is None else bool(j.ci_low <= r["bound"])
     for p in parts:
         p["ks_ok"] = p["ks_pvalue"] is None or p["ks_pvalue"] >= alpha
         p["binom_ok"] = p["unmixed_binom_pvalue"] is None or p["unmixed_binom_pvalue"] >= alpha
         p["holds"] = p["ks_ok"] and p["binom_ok"] and all(
-            r["within_joint_ci"] and r["bound_holds"] for r in rows if r["family"] == p["family"] and r["in_verdict"])
+            r["within_joint_ci"] and r["bound_holds"] is not False
+            for r in rows if r["family"] == p["family"] and r["in_verdict"])
     holds = all(p["holds"] for p in parts)
     plots = {name: _plot_data(*samples[name], ts) for name in samples}
     h = next((r for r in rows if r["in_verdict"]), rows[0])
-    txt = "; ".join(f"{p['family']} n={p['n']} (W(0.01)={p['W']:g}): KS vs exact {p['law']} law p={p['ks_pvalue']:.3g}"
+    txt = "; ".join(f"{p['family']} n={p['n']} (W(0.01)={p['W']:g}): KS vs {_law_word(p)} {p['law']} law "
+                    f"p={p['ks_pvalue']:.3g}"
                     + (f", unmixed share {p['unmixed_share']:.4g} vs (1−p)^n={p['unmixed_probability']:.4g}"
                        if p["unmixed_share"] is not None else "") + ("" if p["holds"] else " — FAILS")
                     for p in parts)
     short = [p["family"] for p in parts if not p["holds"] and p["n"] < 3 * p["W"]]
+    h_word = "exact" if h["theory_kind"] == "closed form" else "estimated"
+    h_bound = "" if h["bound"] is None else f" (bound {h['bound']:.3g})"
     verdict = (f"d={params['d']}, {params['trials']:,} transported scores per family; joint 95% over {m} tests "
-               f"(each at level {alpha:.2g}). {txt}. P(s≥{h['t']:g}) {h['family']} = {h['estimate']:.4g} vs exact "
-               f"{h['theory']:.4g} (bound {h['bound']:.3g}). "
+               f"(each at level {alpha:.2g}). {txt}. P(s≥{h['t']:g}) {h['family']} = {h['estimate']:.4g} vs {h_word} "
+               f"{h['theory']:.4g}{h_bound}. "
                + ("Matches the post-mixing laws." if holds else "Does NOT match the post-mixing law"
                   + (f" ({', '.join(short)}: route below or near the window, not mixed yet)." if short else ".")))
     return {"holds": holds, "rows": rows, "families": parts, "alpha": alpha, "plots": plots,
             "headline": {**headline(f"P(s ≥ {h['t']:g}), s = qᵀP_n k, {h['family']} d={h['d']} n={h['n']}", h, verdict),
-                         "theory_kind": "closed form"}}
+                         "theory_kind": h["theory_kind"]}}
+
+
+def _law_word(part: dict) -> str:
+    return "exact" if part["law_kind"] == "closed form" else "estimated"
 
 
 def _plot_data(s, law, u, qk, ts) -> dict:
     lim = min(1.0, max(np.abs(s).max(), 4.0 * math.sqrt(law.variance)) * 1.05)
     edges = np.linspace(-lim, lim, 81)
     centers = 0.5 * (edges[1:] + edges[:-1])
-    density = (1 - u) * np.asarray(law.pdf(centers)) if not (law.name != "haar" and len(law.a) < 4) else None
+    density = (1 - u) * np.asarray(law.pdf(centers)) if law.has_density else None
     grid = np.linspace(0.0, max(ts[-1], float(np.quantile(s, 0.9999))), 80)
     law_tail = (1 - u) * np.asarray(law.sf(grid)) + u * (qk >= grid)
-    bound = levy_tail(grid, law.d) if law.name == "haar" else hoeffding_tail(grid, np.asarray(law.a))
+    bound = law.tail_bound(grid)
     return {"edges": edges.tolist(), "counts": np.histogram(s, edges)[0].tolist(),
             "law_density": None if density is None else density.tolist(),
             "t": grid.tolist(), "empirical": [float(np.mean(s >= g)) for g in grid], "law": law_tail.tolist(),
-            "bound": bound.tolist()}
+            "bound": None if bound is None else np.asarray(bound).tolist()}
 
 
 @sp.themed
@@ -180,7 +219,8 @@ def plot(result: dict, outdir: Path) -> list[Path]:
         lows.append(0.5 / c.sum() / w.mean())
         ax2.step(pl["t"], np.clip(pl["empirical"], 1e-12, None), where="post", color=f"C{i}", lw=0.9, alpha=0.6)
         ax2.plot(pl["t"], np.clip(pl["law"], 1e-12, None), "--", color=f"C{i}", lw=1.0)
-        ax2.plot(pl["t"], pl["bound"], ":", color=f"C{i}", lw=1.0)
+        if pl["bound"] is not None:
+            ax2.plot(pl["t"], pl["bound"], ":", color=f"C{i}", lw=1.0)
         rs = [r for r in result["rows"] if r["family"] == name]
         sp.theory_vs_measurement(ax2, [r["t"] for r in rs], *([r[k] for r in rs] for k in ("estimate", "ci_low", "ci_high")),
                                  color=f"C{i}", label=name, floor=3.0 / p["trials"])
@@ -208,19 +248,26 @@ def plot(result: dict, outdir: Path) -> list[Path]:
 # mutants
 # ---------------------------------------------------------------------------------------
 def _wrong_law(d_shift: int = 0, amp: float = 1.0, so2_as_haar: bool = False):
+    """The right law with its parameters off: a Haar-coordinate law's dimension (``d``), uniform phases'
+    amplitudes (``a``) or the uniform phases replaced by a Haar-coordinate law; an estimated law is kept."""
     def law(family, q, k):
         right = laws.far_score_law(family, q, k)
-        if right.name == "haar":
-            return HaarCoordinate(right.d + d_shift, right.scale)
-        if so2_as_haar:
-            return HaarCoordinate(family.d, float(np.linalg.norm(q) * np.linalg.norm(k)))
-        return UniformPhaseSum(tuple(np.asarray(right.a) * amp))
+        if hasattr(right, "d"):
+            return replace(right, d=right.d + d_shift)
+        if hasattr(right, "a"):
+            if so2_as_haar:
+                return HaarCoordinate(family.d, float(np.linalg.norm(q) * np.linalg.norm(k)))
+            return replace(right, a=tuple(np.asarray(right.a) * amp))
+        return right
     return law
 
 
 def _patch(name: str, new):
     return patched(__name__, name, new)
 
+
+CAYLEY = {"family": ["cayley"], "trials": 20000}
+"""Sizes of the cayley mutants (the unmutated check holds there too: tests/test_score_checks.py)."""
 
 MUTANTS = (
     Mutant("no-transport", "scores not transported (P = I): s = qᵀk = 1",
@@ -233,15 +280,21 @@ MUTANTS = (
            _patch("far_score_law", _wrong_law(amp=1.04))),
     Mutant("so2-as-haar", "theory: the Haar-coordinate law for SO(2) blocks (same variance, wrong shape)",
            _patch("far_score_law", _wrong_law(so2_as_haar=True))),
+    Mutant("cayley-reference-below-window", "cayley on the estimated path: its Monte Carlo post-mixing reference "
+           "drawn at route length n = 2, below the window", _patch("far_score_law", lambda f, q, k: estimated_far_score_law(
+               f, q, k, n=2)), params=CAYLEY),
+    Mutant("cayley-beta-d-plus-2", "cayley (estimated γ and window): theory the Haar-coordinate law of dimension d + 2",
+           _patch("far_score_law", _wrong_law(2)), params=CAYLEY),
 )
 
 CHECK = register(Check(
     name=NAME,
     claim="C2",
     statement="Past the mixing window, s = qᵀP_n k for k = q, transported along real routes, follows the exact "
-              "Haar-coordinate law (O(d) families: householder, haar) or the exact uniform-phase law Σ_b a_b cos U_b "
-              "(SO(2) blocks): KS and tail tests against the closed-form CDFs.",
-    options=(Option("family", ["householder", "so2-uniform", "haar"], "step families (comma list)", Choices(*FAMILY_NAMES)),
+              "Haar-coordinate law (isotropic O(d) laws: householder, haar, cayley) or the exact uniform-phase law "
+              "Σ_b a_b cos U_b (SO(2) blocks): KS and tail tests against the closed-form CDFs (any other law: against "
+              "an estimated Monte Carlo reference past its window).",
+    options=(law_option(["householder", "so2-uniform", "haar"], multi=True, allow_all=False),
              Option("d", 64, "dimension d (even for SO(2) families)", Int(2, 4096, size=True)))
     + family_options()[2:] + (
         Option("n", None, "route length n (default ⌈3·W(0.01)⌉ of each family)", Int(1, 10**6, optional=True, size=True, nominal=500)),

@@ -2,7 +2,10 @@
 
 For i.i.d. steps ``E[P_{j→i}] = E[M]^n`` (``n = i − j``), so the correlation of the
 transported query with itself decays geometrically at the rate of the spectral gap,
-whatever the context length.  Three measured parts, each against a closed form:
+whatever the context length.  Three measured parts, each against the law's ``E[M]`` (its closed form,
+or for a law without one, such as ``cayley`` or a user's law with only ``sample``, its Monte Carlo
+estimate: then rows are labelled ``law.theory_kind`` and every comparison accepts when the measured
+interval meets the theory's own 95% interval, ``theory ± theory_radius`` from ``law.mean_overlap_radius``):
 
 * ``rows``: ``E[qᵀP_n q]`` over independent chains (equal-energy unit query) at each route
   length ``n`` and family, against the closed form ``qᵀE[M]ⁿq`` (``theory``) and the bound
@@ -10,18 +13,21 @@ whatever the context length.  Three measured parts, each against a closed form:
   variance (``n = 0``: every sample is ``qᵀq``) are compared at the rounding tolerance
   ``(d + T + 4)·2⁻⁵³·|theory|`` (:func:`~stylized.estimators.rounding_tolerance`), never by exact equality.
 * ``windows``: for each context length ``L`` (``--L``), independent contexts of length ``L``;
-  ``qᵀ P_{j→i} q`` averaged over the pairs of route length ``n`` inside each context (SO(2): every
-  pair, by FFT; O(d) families: queries on a stride grid), Student-t band over contexts, Bonferroni
+  ``qᵀ P_{j→i} q`` averaged over the pairs of route length ``n`` inside each context, as the law plans
+  and measures it (``law.context_plan`` / ``law.context_overlaps``: SO(2) planes every pair by FFT,
+  other laws queries on a stride grid), Student-t band over contexts, Bonferroni
   over all windows.  The measured window is the first ``n`` where the correlation falls below
   ``ε`` (``--eps``), with the interval ``[first n with ci_low < ε, first n with ci_high < ε]``,
-  against the exact crossing ``n* = min{n : qᵀE[M]ⁿq < ε}`` (closed form, the same at every
-  ``L``) and the bound ``W(ε) = ⌈ln ε / ln(1 − γ)⌉ ≥ n*``.  Every ``L`` gets ``--window-steps`` steps.
+  against the exact crossing ``n* = min{n : qᵀE[M]ⁿq < ε}`` (the same at every ``L``; estimated ``E[M]``:
+  the interval ``[crossing_low, crossing_high]`` of the curve ∓ its radius) and the bound
+  ``W(ε) = ⌈ln ε / ln(1 − γ)⌉ ≥ n*``.  Every ``L`` gets ``--window-steps`` steps.
 * ``op_norm``: ``‖E[P_n]‖_op`` from the mean of ``--trials-op`` sampled dense products at
   ``d = --d-op`` (≤ 32), bootstrap interval ``‖Ê‖ ± h`` (``h``: Bonferroni level of ``‖Ê* − Ê‖``),
   against the closed form ``‖E[M]ⁿ‖_op`` and the bound ``(1 − γ)ⁿ``.
 
 Level: the verdict is one joint test at 95%: each part gets ``α/3`` (``α = 0.05``), Bonferroni over
-its rows inside.  Verdict: every row's closed form inside its interval, ``|qᵀE[M]ⁿq| ≤ (1 − γ)ⁿ``,
+its rows inside (an estimated ``E[M]`` adds one 95% event per law, ``‖Ê − E[M]‖_op ≤ r``, which covers every
+row, window and ``n`` of that law).  Verdict: every row's theory inside its interval, ``|qᵀE[M]ⁿq| ≤ (1 − γ)ⁿ``,
 every window interval contains ``n*`` (no crossing seen where ``n* ≥ L``), every ``‖E[M]ⁿ‖_op`` inside
 its interval and below ``(1 − γ)ⁿ``.
 
@@ -39,23 +45,22 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from stylized.backend import array_namespace, to_numpy, xp_generator
+from stylized.backend import to_numpy, xp_generator
 from stylized.counter_rng import chunked_generators
 from stylized.estimators import bonferroni_level, mean_ci, rounding_tolerance
-from stylized.families import FAMILY_NAMES, SO2Family, StepFamily
+from stylized.families import FAMILY_NAMES, StepFamily
 from stylized.montecarlo import check_positive_int, progress
 from stylized.options import Float, Int, IntList
 from stylized.registry import Check, Mutant, Option, headline, patched, register
-from stylized.sampling import XP_CHUNK_ELEMENTS, equal_energy_query, sample_overlaps, sample_steps
-from stylized.scores import (
-    first_crossing,
-    haar_window_sums,
-    householder_window_sums_numba,
-    householder_window_sums_numpy,
-    so2_pair_correlation,
-)
+from stylized.sampling import equal_energy_query, sample_overlaps, sample_steps
+from stylized.scores import first_crossing
 
 from ._common import families_from_params, family_options
+from ._mixing_mutants import estimated_mean_scaled as _estimated_mean_scaled
+from ._mixing_mutants import frozen_steps as _frozen_steps
+from ._mixing_mutants import householder_gap_half as _householder_gap_half
+from ._mixing_mutants import no_transport as _no_transport
+from ._mixing_mutants import overlap_3pct_low as _overlap_3pct_low
 from ._mixing_plot import plot_mixing
 
 NAME = "mixing"
@@ -63,31 +68,86 @@ ALPHA = 0.05
 """Level of the whole verdict: each of the three parts (rows, windows, op_norm) is tested at ``ALPHA/3``."""
 
 
-# -- theory pieces (closed forms; module-level so that mutants can replace them) --------------------
+# -- theory pieces (module-level so that mutants can replace them) -----------------------------------
+# Exact where the law defines ``mean()``; otherwise from its Monte Carlo ``E[M]`` (``law.theory_kind``), and
+# then every comparison is widened by the theory's own 95% radius (``0`` for a closed form).
 def theory_overlap(fam: StepFamily, q: np.ndarray, n) -> np.ndarray | float:
-    """``qᵀE[M]ⁿq = E[qᵀP_n q]`` (closed form, vectorised over ``n``)."""
+    """``qᵀE[M]ⁿq = E[qᵀP_n q]`` (closed form or estimated ``E[M]``, vectorised over ``n``)."""
     return fam.mean_overlap(q, n)
 
 
-def exact_crossing(fam: StepFamily, q: np.ndarray, eps: float, L: int) -> int | None:
-    """``n* = min{n < L : qᵀE[M]ⁿq < ε}`` (closed form; ``None`` if the curve stays ≥ ε up to ``L − 1``)."""
-    idx = np.flatnonzero(theory_overlap(fam, q, np.arange(L)) < eps)
+def theory_radius(fam: StepFamily, q: np.ndarray, n) -> np.ndarray | float:
+    """95% radius of :func:`theory_overlap` from an estimated ``E[M]`` (``law.mean_overlap_radius``; ``0`` exact)."""
+    return fam.mean_overlap_radius(q, n)
+
+
+def exact_crossing(fam: StepFamily, q: np.ndarray, eps: float, L: int, side: int = 0) -> int | None:
+    """``n* = min{n < L : qᵀE[M]ⁿq < ε}`` (``None`` if the curve stays ≥ ε up to ``L − 1``).
+
+    ``side = −1`` / ``+1``: the same for the curve minus / plus its radius (:func:`theory_radius`), the
+    earliest / latest ``n*`` an estimated ``E[M]`` allows (all three agree for a closed form).
+    """
+    ns = np.arange(L)
+    curve = theory_overlap(fam, q, ns)
+    if side:
+        curve = curve + side * theory_radius(fam, q, ns)
+    idx = np.flatnonzero(curve < eps)
     return int(idx[0]) if idx.size else None
 
 
 def theory_op_norm(fam: StepFamily, n: int) -> float:
-    """``‖E[M]ⁿ‖_op`` from the closed-form mean (dense, ``d ≤ 32``)."""
+    """``‖E[M]ⁿ‖_op`` from the closed-form or estimated mean (dense, ``d ≤ 32``)."""
     return float(np.linalg.norm(fam.mean_power(n), 2))
 
 
+def theory_op_radius(fam: StepFamily, n: int) -> float:
+    """95% bound on ``|‖Êⁿ‖_op − ‖E[M]ⁿ‖_op| ≤ ‖Êⁿ − E[M]ⁿ‖_op``: :meth:`mean_overlap_radius` of a unit vector."""
+    return float(fam.mean_overlap_radius(np.eye(fam.d)[0], n))
+
+
+def refusal(law: StepFamily) -> str | None:
+    """Why the check cannot take ``law`` (one line naming the property), or ``None``: it needs i.i.d. steps."""
+    if not law.iid:
+        return (f"family {law.name}: this check needs i.i.d. steps (iid=True): its theory is E[P_n] = E[M]ⁿ "
+                "(dependent steps: check markov-tokens)")
+    return None
+
+
+def _laws(params: dict) -> tuple[list[StepFamily], list[StepFamily]]:
+    """The laws ``params["family"]`` names at ``d`` and at ``d_op``, each refused before any work (``--dry-run`` too)."""
+    fams = families_from_params(params)
+    if not fams:
+        raise ValueError(f"family must name at least one of {', '.join(FAMILY_NAMES)} (or 'all'), got {params['family']!r}")
+    for why in filter(None, map(refusal, fams)):
+        raise ValueError(why)
+    _validate_extra(params)
+    return fams, families_from_params({**params, "d": params["d_op"]})
+
+
+def _validate(params: dict) -> None:
+    """``Check.validate``: the laws and the window/operator-norm settings, refused before any work."""
+    _laws(params)
+
+
 def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict:
+    """The check on the laws ``params["family"]`` names (any i.i.d. :class:`~stylized.laws.base.StepLaw`)."""
+    return run_laws(*_laws(params), params, seed=seed, backend=backend, progress=progress)
+
+
+def run_laws(fams: list[StepFamily], op_fams: list[StepFamily], params: dict, *, seed: int, backend: str,
+             progress: bool = True) -> dict:
+    """The three parts on the laws ``fams`` (and ``op_fams``, the same laws at ``d = d_op``, for ``‖E[P_n]‖_op``).
+
+    Every i.i.d. law is accepted (``E[P_n] = E[M]ⁿ`` needs nothing else); ``iid = False`` is refused.  A law without a
+    closed-form mean is compared with its estimated ``E[M]`` (rows labelled ``law.theory_kind``), each
+    comparison widened by the theory's 95% radius (``theory_radius``, ``theory_low``/``theory_high``).
+    """
+    for why in filter(None, map(refusal, [*fams, *op_fams])):
+        raise ValueError(why)
     trials = check_positive_int("trials", params["trials"], 2)
     ns = np.asarray(sorted(set(params["n"])), dtype=np.int64)
     if ns.size == 0 or ns[0] < 0:
         raise ValueError(f"n must be a list of route lengths ≥ 0, got {params['n']!r}")
-    fams = families_from_params(params)
-    if not fams:
-        raise ValueError(f"family must name at least one of {', '.join(FAMILY_NAMES)} (or 'all'), got {params['family']!r}")
     _validate_extra(params)
     rows, summary = [], []
     level = bonferroni_level(1.0 - ALPHA / 3, len(fams) * ns.size)
@@ -101,23 +161,30 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
         ])
         gamma = fam.spectral_gap
         theory = np.atleast_1d(theory_overlap(fam, q, ns))
+        radius = np.broadcast_to(theory_radius(fam, q, ns), theory.shape)
         for c, n in enumerate(ns):
             est = mean_ci(samples[:, c])
             joint = mean_ci(samples[:, c], level=level)
             tol = rounding_tolerance(theory[c], fam.d + trials)
-            rows.append({"family": fam.name, "n": int(n), **est.as_row(), "theory": float(theory[c]),
-                         "theory_kind": "closed form", "bound": (1.0 - gamma) ** int(n), "bound_kind": "upper bound on |theory|",
-                         "joint_low": joint.ci_low, "joint_high": joint.ci_high, "rounding_tol": tol,
-                         "within_joint_ci": joint.contains(float(theory[c]), tol)})
-        summary.append({"family": fam.name, "d": fam.d, "spectral_gap": gamma, "window_eps_0.01": fam.mixing_window(0.01)})
+            th, r = float(theory[c]), float(radius[c])
+            extra = {} if fam.has_exact_mean else {"theory_radius": r, "theory_low": th - r, "theory_high": th + r}
+            rows.append({"family": fam.name, "n": int(n), **est.as_row(), "theory": th,
+                         "theory_kind": fam.theory_kind, **extra, "bound": (1.0 - gamma) ** int(n),
+                         "bound_kind": "upper bound on |theory|", "joint_low": joint.ci_low,
+                         "joint_high": joint.ci_high, "rounding_tol": tol,
+                         "within_joint_ci": joint.contains(th, tol + r)})  # intervals meet (r = 0: closed form)
+        summary.append({"family": fam.name, "d": fam.d, "spectral_gap": gamma, "window_eps_0.01": fam.mixing_window(0.01),
+                        **({} if fam.has_exact_mean else {"theory_kind": fam.theory_kind,
+                                                          "spectral_gap_interval": list(fam.gap_interval)})})
     windows = _window_part(fams, params, seed, backend)
-    op_norm = _op_norm_part(params, seed)
+    op_norm = _op_norm_part(op_fams, params, seed)
     win_ok = all(w["ok"] for w in windows)
     op_ok = all(r["within_ci"] and r["theory"] <= r["bound"] + 1e-12 for r in op_norm)
     inside = sum(r["within_joint_ci"] for r in rows)
     bound_ok = all(abs(r["theory"]) <= r["bound"] + 1e-12 for r in rows)
     worst = max(rows, key=lambda r: abs(r["estimate"] - r["theory"])
-                / max(r["joint_high"] - r["estimate"], r["rounding_tol"], 1e-300))
+                / max(r["joint_high"] - r["estimate"] + r.get("theory_radius", 0.0), r["rounding_tol"], 1e-300))
+    estimated = [s["family"] for s in summary if "theory_kind" in s]
     return {
         "holds": inside == len(rows) and bound_ok and win_ok and op_ok,
         "rows": rows,
@@ -129,13 +196,24 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
             verdict=(f"{inside}/{len(rows)} rows have the closed form qᵀE[M]^n q inside the joint interval "
                      f"(joint level 1−α/3 over {len(rows)} rows, Bonferroni; zero-variance rows at a rounding tolerance); "
                      f"|qᵀE[M]^n q| ≤ (1−γ)^n on every row: {bound_ok}. "
+                     + _estimated_note(estimated, fams)
                      + "; ".join(f"{s['family']}: γ={s['spectral_gap']:.4g}, W(0.01)={s['window_eps_0.01']:g}" for s in summary)
                      + ". " + _window_verdict(windows, params["eps"])
                      + f" ‖E[P_n]‖_op (d={params['d_op']}, {params['trials_op']} dense products) within its bootstrap "
                      f"interval of ‖E[M]ⁿ‖_op ≤ (1−γ)ⁿ on {sum(r['within_ci'] for r in op_norm)}/{len(op_norm)} rows."),
-            theory_kind="closed form",
+            theory_kind=worst["theory_kind"],
         ),
     }
+
+
+def _estimated_note(estimated: list[str], fams: list[StepFamily]) -> str:
+    """The verdict's sentence on laws without a closed-form ``E[M]`` (empty when every law has one)."""
+    if not estimated:
+        return ""
+    kind = next(f.theory_kind for f in fams if not f.has_exact_mean)
+    return (f"No closed-form E[M] for {', '.join(estimated)}: its theory qᵀÊⁿq, n*, ‖Êⁿ‖_op is {kind}, and each "
+            "comparison accepts when the measured interval meets the theory's own 95% interval "
+            "(theory ± theory_radius; n* in [crossing_low, crossing_high]). ")
 
 
 def _validate_extra(params: dict) -> None:
@@ -169,70 +247,54 @@ def _window_part(fams: list[StepFamily], params: dict, seed: int, backend: str) 
         W = fam.mixing_window(eps)
         for l_idx, L in enumerate(Ls):
             n_star = exact_crossing(fam, q, eps, L)
+            # the n* an estimated E[M] allows (a point for a closed form)
+            a, b = exact_crossing(fam, q, eps, L, side=-1), exact_crossing(fam, q, eps, L, side=1)
             rng = np.random.default_rng([seed, 7, f_idx, l_idx])
             chains = max(2, steps // L)
             curves, nmax = _context_curves(fam, q, L, chains, rng, backend, W)
+            stride = fam.context_plan(L, W, backend)[1]
             m = curves.mean(axis=0)
             half = stats.t.ppf(level, chains - 1) * curves.std(axis=0, ddof=1) / math.sqrt(chains)
             ns = np.arange(nmax + 1)
             cr = first_crossing(ns, m, m - half, m + half, eps)
             # interval [window_low, window_high]; a missing upper end means "beyond nmax" (noise too large there)
             hi = math.inf if cr["window_high"] is None else cr["window_high"]
-            if n_star is not None and n_star <= nmax:
-                ok = cr["window_low"] is not None and cr["window_low"] <= n_star <= hi
-            else:  # the exact curve stays ≥ ε on every measured route: the band may not fall below ε
-                ok = cr["window_high"] is None
+            # some n* in [a, b] is seen inside [window_low, window_high] (a, b ≤ nmax), or lies beyond nmax and
+            # the band never falls below ε (for a closed form, a = b = n*)
+            seen = (cr["window_low"] is not None and a is not None and a <= nmax
+                    and max(a, cr["window_low"]) <= min(nmax if b is None else b, hi, nmax))
+            ok = seen or ((b is None or b > nmax) and cr["window_high"] is None)
             grid = np.unique(np.round(np.geomspace(1, nmax, 60)).astype(int))
-            out.append({"family": fam.name, "L": L, "eps": eps, **cr, "exact_crossing": n_star,
-                        "theory_kind": "closed form", "W_bound": W, "bound_kind": "upper bound on n*",
-                        "resolved": cr["window_high"] is not None, "chains": chains, "routes_per_n": int(chains * _pairs_per_chain(fam, L, nmax)), "nmax": nmax,
+            extra = {} if fam.has_exact_mean else {"crossing_low": a, "crossing_high": b}
+            out.append({"family": fam.name, "L": L, "eps": eps, **cr, "exact_crossing": n_star, **extra,
+                        "theory_kind": fam.theory_kind, "W_bound": W, "bound_kind": "upper bound on n*",
+                        "resolved": cr["window_high"] is not None, "chains": chains,
+                        "routes_per_n": int(chains * len(range(L - 1, -1, -stride))), "nmax": nmax,
                         "ok": bool(ok), "curve_n": grid.tolist(), "curve": m[grid].tolist(),
                         "curve_half": half[grid].tolist()})
     return out
 
 
-def _pairs_per_chain(fam: StepFamily, L: int, nmax: int) -> int:
-    return L if isinstance(fam, SO2Family) else len(range(L - 1, -1, -_stride(L, nmax)))
-
-
-def _stride(L: int, nmax: int) -> int:
-    return max(1, min(L, nmax // 4))
-
-
 def _context_curves(fam: StepFamily, q: np.ndarray, L: int, chains: int, rng, backend: str, W: float):
     """Per-context mean of ``qᵀ P_{i−n→i} q`` over the routes of length ``n`` inside it: ``(chains, nmax+1)``.
 
-    Contexts are simulated in groups (SO(2): ``2¹⁶/L`` per FFT batch; O(d) families: one at a time on
-    numpy/numba, keeping NumPy's stream, and ``XP_CHUNK_ELEMENTS/(L·d)`` at once on cupy); returns host NumPy.
+    The law plans the measurement (:meth:`~stylized.laws.base.StepLaw.context_plan`: route lengths,
+    query stride, contexts per batch; SO(2) planes: every pair by FFT) and measures each batch of
+    contexts (:meth:`~stylized.laws.base.StepLaw.context_overlaps`: FFT autocorrelation, the exact
+    Haar-step law, the Numba reflection kernel, or the generic walk).  Returns host NumPy curves and ``nmax``.
     """
-    xp, xrng = array_namespace(backend), xp_generator(backend, rng)
-    if isinstance(fam, SO2Family):
-        nmax = L - 1
-        w = xp.asarray(q[0::2] ** 2 + q[1::2] ** 2)
-        batch = max(1, (1 << 16) // L)
-        curves = []
-        for s in range(0, chains, batch):
-            b = min(batch, chains - s)
-            curves.append(to_numpy(so2_pair_correlation(sample_steps(fam, (b, L), xrng, backend), nmax) @ w))
-        return np.concatenate(curves), nmax
-    nmax = int(min(L - 1, max(8, math.ceil(3 * W))))
-    stride = _stride(L, nmax)
-    group = 1 if backend != "cupy" else max(1, XP_CHUNK_ELEMENTS // (L * fam.d))
+    xrng = xp_generator(backend, rng)
+    nmax, stride, batch = fam.context_plan(L, W, backend)
     curves = []
-    for s in range(0, chains, group):
-        steps = sample_steps(fam, (min(group, chains - s), L), xrng, backend)
-        if fam.kind == "haar":
-            sums, counts = haar_window_sums(steps, xrng, fam.d, stride, nmax, float(q @ q))
-        elif backend == "numba":
-            sums, counts = householder_window_sums_numba(steps[0], q, stride, nmax)
-        else:
-            sums, counts = householder_window_sums_numpy(steps, q, stride, nmax)
-        curves.append(to_numpy(sums).reshape(-1, nmax + 1) / counts)
+    for s in range(0, chains, batch):
+        steps = sample_steps(fam, (min(batch, chains - s), L), xrng, backend)
+        c = fam.context_overlaps(steps, q, nmax, stride=stride, xrng=xrng, backend=backend)
+        curves.append(to_numpy(c).reshape(-1, nmax + 1))
     return np.concatenate(curves), nmax
 
 
-def _op_norm_part(params: dict, seed: int) -> list[dict]:
-    """``‖E[P_n]‖_op`` from the mean of sampled dense products ``P_n = M_n ⋯ M_1`` at small ``d``."""
+def _op_norm_part(fams: list[StepFamily], params: dict, seed: int) -> list[dict]:
+    """``‖E[P_n]‖_op`` from the mean of sampled dense products ``P_n = M_n ⋯ M_1`` at small ``d`` (the laws ``fams``)."""
     d = check_positive_int("d_op", params["d_op"], 2)
     if d > 32:
         raise ValueError(f"d_op must lie in [2, 32] (dense products), got {d}")
@@ -240,12 +302,12 @@ def _op_norm_part(params: dict, seed: int) -> list[dict]:
     ns = sorted(set(params["n_op"]))
     if not ns or ns[0] < 1:
         raise ValueError(f"n_op must be a list of route lengths ≥ 1, got {params['n_op']!r}")
-    fams = families_from_params({**params, "d": d})
     rows = []
     # ‖Ê − E‖_op is a Lipschitz function of the draws and concentrates: its bootstrap law (‖Ê* − Ê‖) gives
     # the half-width mean + z·sd with z Bonferroni-corrected over all rows (jointly at level ALPHA/3).
     z = float(stats.norm.ppf(1.0 - ALPHA / 3 / (len(fams) * len(ns))))
     for f_idx, fam in enumerate(fams):
+        d = fam.d
         rng = np.random.default_rng([seed, 11, f_idx])
         P = np.broadcast_to(np.eye(d), (T, d, d)).copy()
         gamma = fam.spectral_gap
@@ -260,11 +322,14 @@ def _op_norm_part(params: dict, seed: int) -> list[dict]:
             dev = np.linalg.norm((boot @ flat - mean).reshape(-1, d, d), ord=2, axis=(1, 2))
             q95 = float(dev.mean() + z * dev.std(ddof=1))
             theory = theory_op_norm(fam, n)
+            r = theory_op_radius(fam, n)
             lo, hi = max(0.0, est - q95), est + q95
+            extra = {} if fam.has_exact_mean else {"theory_radius": r, "theory_low": theory - r,
+                                                    "theory_high": theory + r}
             rows.append({"family": fam.name, "d": d, "n": n, "estimate": est, "ci_low": lo, "ci_high": hi,
-                         "theory": theory, "theory_kind": "closed form", "bound": (1.0 - gamma) ** n,
+                         "theory": theory, "theory_kind": fam.theory_kind, **extra, "bound": (1.0 - gamma) ** n,
                          "bound_kind": "upper bound on theory", "n_samples": T,
-                         "within_ci": bool(lo <= theory <= hi)})
+                         "within_ci": bool(lo - r <= theory <= hi + r)})
     return rows
 
 
@@ -296,49 +361,23 @@ def plot(result: dict, outdir: Path) -> list[Path]:
 _EXACT_CROSSING = exact_crossing
 
 
-def _overlap_3pct_low(fam: StepFamily, q: np.ndarray, n):
-    """Theory mutant: ``E[M]`` 3% too small, so ``qᵀ(0.97·E[M])ⁿq``."""
-    return 0.97 ** np.asarray(n, dtype=float) * fam.mean_overlap(q, n)
-
-
-def _crossing_plus_one(fam: StepFamily, q: np.ndarray, eps: float, L: int) -> int | None:
+def _crossing_plus_one(fam: StepFamily, q: np.ndarray, eps: float, L: int, side: int = 0) -> int | None:
     """Theory mutant: the window formula one step late."""
-    n = _EXACT_CROSSING(fam, q, eps, L)
+    n = _EXACT_CROSSING(fam, q, eps, L, side)
     return None if n is None else n + 1
 
 
-def _crossing_grows_with_L(fam: StepFamily, q: np.ndarray, eps: float, L: int) -> int | None:
+def _crossing_grows_with_L(fam: StepFamily, q: np.ndarray, eps: float, L: int, side: int = 0) -> int | None:
     """Theory mutant: a window proportional to the context, ``n*·L/256``."""
-    n = _EXACT_CROSSING(fam, q, eps, L)
+    n = _EXACT_CROSSING(fam, q, eps, L, side)
     return None if n is None else max(1, round(n * L / 256))
-
-
-def _no_transport(fam: StepFamily, ns, size: int, rng=None, backend: str = "numba", q=None) -> np.ndarray:
-    """Model mutant: no transport, ``P_n = I`` (every sample is ``qᵀq``)."""
-    q = equal_energy_query(fam.d) if q is None else np.asarray(q, dtype=float)
-    return np.full((size, len(ns)), float(q @ q))
-
-
-def _frozen_steps(fam: StepFamily, shape: tuple, xrng, backend: str = "numpy"):
-    """Model mutant: one step per context, repeated at every position (``M_t = M_1``, RoPE-like, not i.i.d.)."""
-    import stylized.sampling
-
-    x = stylized.sampling.sample_steps(fam, shape, xrng, backend)
-    ax = len(shape) - 1
-    return x[(slice(None),) * ax + (slice(0, 1),)].repeat(shape[ax], axis=ax)
-
-
-def _householder_gap_half():
-    from unittest import mock
-
-    from stylized.families import Householder
-
-    return mock.patch.object(Householder, "spectral_gap", property(lambda self: 1.0 / self.d))
 
 
 def _patch(name: str, new):
     return patched(__name__, name, new)
 
+
+_ESTIMATED = {"family": ["cayley"], "n": [0, 1, 2, 5, 10]}  # on the built-in law without a closed-form mean
 
 MUTANTS = (
     Mutant("E[M] 3% low", "theory: qᵀ(0.97·E[M])ⁿq instead of qᵀE[M]ⁿq (also moves n*)",
@@ -347,6 +386,11 @@ MUTANTS = (
            _householder_gap_half),
     Mutant("window one step late", "theory: the closed-form crossing n* + 1", _patch("exact_crossing", _crossing_plus_one)),
     Mutant("window ∝ L", "theory: a window that grows with the context, n*·L/256", _patch("exact_crossing", _crossing_grows_with_L)),
+    Mutant("estimated E[M] 3% low", "theory, estimated path (cayley: no closed-form mean): 0.97·Ê instead of its "
+           "Monte Carlo mean Ê (radius kept), so qᵀÊⁿq, γ̂, n* and ‖Êⁿ‖_op are off",
+           lambda: _estimated_mean_scaled(0.97), params=_ESTIMATED),
+    Mutant("estimated E[M] 3% high", "theory, estimated path (cayley): 1.03·Ê instead of Ê (radius kept)",
+           lambda: _estimated_mean_scaled(1.03), params=_ESTIMATED),
     Mutant("no transport", "model: P_n = I, every chain sample is qᵀq", _patch("sample_overlaps", _no_transport)),
     Mutant("frozen steps", "model: M_t = M_1 along each context (not i.i.d.; RoPE-like) in the window part",
            _patch("sample_steps", _frozen_steps)),
@@ -375,6 +419,7 @@ CHECK = register(Check(
     run=run,
     plot=plot,
     module="simulations.mixing",
+    validate=_validate,
     extra={"order": 0},
     mutants=MUTANTS,
     reduced=REDUCED,

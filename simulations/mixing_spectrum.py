@@ -21,6 +21,10 @@ autocorrelations run on the device; numpy and numba run the identical host code.
 
 Verdict: every plane has ``min(W_b, L_eval)`` inside its measured interval.  Reports how many planes
 decorrelate within the training length (``--L-train``) and within the evaluation length.
+
+The check takes no ``--family``: its claim is about RoPE's frequency ladder ``ω_b = base^{−2b/d}``
+(``--d``, ``--base``), so it builds the ``rope-random`` law itself.  Any law's in-context window,
+SO(2) planes or not, is measured by ``check mixing``.
 """
 
 from __future__ import annotations

@@ -6,7 +6,13 @@ both look up the engine and the closed forms in this module at run time, which i
 mutants (:func:`no_transport`, :func:`chi_scaled_theory`, …) patch them.
 
 The verdict of a check is a list of tests on rows, all at one Bonferroni-joint 95% level
-(:func:`judge`): ``m`` tests, each at ``1 − 0.05/m``.
+(:func:`judge`): ``m`` tests, each at ``1 − 0.05/m``.  Levels are tested twice: row by row, and pooled over
+the rows (:func:`pooled_level`, the inverse-variance mean of ``estimate/theory − 1``), which is what makes a
+few-percent error in a theory's level visible at the reduced sizes.
+
+Laws: every check takes any orthogonal law (:func:`check_law` refuses a contraction before any work).  A
+law without a closed-form ``E[M]`` gets the estimated theory (:attr:`StepLaw.theory_kind`), its 95% radius
+in the row (``theory_radius``, ``plugin_radius``) and every comparison widened by it.
 """
 
 from __future__ import annotations
@@ -27,15 +33,19 @@ from stylized.registry import Mutant, Option
 from stylized.value_theory import (
     coherent_sum,
     correlation_pairs,
+    has_correlation_pairs,
+    lag_correlations,
     qk_interference_theory,
     qkv_asymptote,
+    qkv_interference_radius,
     qkv_interference_theory,
 )
-from stylized.values import chunk_size, far_energy_samples
+from stylized.values import chunk_size, far_energy_samples, in_law_sums
 
 from ._common import finite
 
-__all__ = ["COLORS", "check_common", "far_counts", "energy_rows", "row_theory", "judge", "label",
+__all__ = ["COLORS", "check_common", "check_law", "equals_theory", "zero_excess", "pooled_level", "theory_scaled",
+           "mean_scaled", "far_counts", "energy_rows", "row_theory", "judge", "label",
            "verdict_key", "passed", "energy_panel", "caption_params", "with_default", "OPT_D", "OPT_W", "OPT_LAM", "OPT_KA", "OPT_NOISE",
            "no_transport", "chi_scaled_theory", "chi_scaled_pairs", "asymptote_theory", "repeated_steps"]
 
@@ -60,6 +70,21 @@ def check_common(params: dict) -> None:
         check_positive_int("D", params["D"], 1)
 
 
+def check_law(fam: StepFamily, *, pathwise: bool = True) -> StepFamily:
+    """Refuse, before any work, a law the value theory does not cover (one ``ValueError`` line naming the property).
+
+    The exact forms rest on orthogonal steps (``P_{k→i}`` preserves ``b̂ᵀ…``, ``orthogonal=True``); the
+    transports that share a route (softmax weights, the near signal) need steps fixed pathwise
+    (:meth:`StepLaw.pathwise_steps`: ``pathwise=True`` or an override).
+    """
+    if not fam.orthogonal:
+        raise ValueError(f"family {fam.name}: this check needs orthogonal steps (orthogonal=True)")
+    if pathwise and not fam.has_pathwise_steps:
+        raise ValueError(f"family {fam.name}: this check needs steps fixed pathwise (pathwise=True or a "
+                         "pathwise_steps override)")
+    return fam
+
+
 def far_counts(params: dict) -> list[int]:
     """The sorted far counts ``M`` of ``params['M']`` (each ≥ 1)."""
     Ms = sorted(set(params["M"]))
@@ -72,7 +97,7 @@ def _samples(fam: StepFamily, M: int, params: dict, seed: int, *, weights: str, 
              independent: bool, show: bool, backend: str) -> dict[str, np.ndarray]:
     """All trials for one (family, M): per-trial host arrays, concatenated over chunks."""
     trials = check_positive_int("trials", params["trials"], 2)
-    chunk = chunk_size(fam, params["D"] + M, dense=fam.kind == "haar" and weights != "equal", backend=backend)
+    chunk = chunk_size(fam, params["D"] + M, dense=False if in_law_sums(fam, weights) else None, backend=backend)
     parts = [far_energy_samples(fam, M, params["D"], size, rng, weights=weights, lam=params["lam"],
                                 key_align=key_align, noise=params["noise"], independent=independent,
                                 backend=backend)
@@ -98,7 +123,8 @@ def energy_rows(fam: StepFamily, params: dict, seed: int, variants: tuple[str, .
                 key_align: float, show: bool, backend: str, extra: dict | None = None) -> list[dict]:
     """One row per (M, variant): the mean of ``||F/ρ_D||²/||b||²`` with its 95% interval.
 
-    Equal weights: ``theory`` is the exact value (:func:`row_theory`).  Softmax weights: every
+    Equal weights: ``theory`` is the exact value (:func:`row_theory`; ``theory_kind`` the law's, with
+    ``theory_radius`` when ``E[M]`` is estimated).  Softmax weights: every
     transported variant also gets the paired ``excess`` over the independent-weights plug-in
     ``ᾱᵀCᾱ + σ²dΣᾱ²`` of its drawn weights; with ``qkv-indep`` the qkv row gets the paired
     ``contrast`` ``||F_same||² − ||F_indep||²``.
@@ -111,11 +137,16 @@ def energy_rows(fam: StepFamily, params: dict, seed: int, variants: tuple[str, .
             row = {"family": fam.name, "weights": weights, "key_align": key_align, "variant": v, "M": M,
                    **mean_ci(s[v]).as_row(), "theory": None, "in_verdict": False}
             if weights == "equal":
-                row.update(theory=row_theory(fam, v, M, params["noise"]), theory_kind="closed form")
+                row.update(theory=row_theory(fam, v, M, params["noise"]),
+                           theory_kind="closed form" if v == "qk" else fam.theory_kind)
+                if v != "qk" and fam.mean_radius > 0:  # estimated E[M]: the theory's own 95% radius
+                    row["theory_radius"] = qkv_interference_radius(fam, background(fam), M)
             elif v != "qk":  # the plug-in of the drawn weights and the paired excess over it
                 exc = mean_ci(s[v] - s["plugin"])
-                row.update({"plugin": float(s["plugin"].mean()), "excess": exc.estimate,
-                            "excess_ci_low": exc.ci_low, "excess_ci_high": exc.ci_high})
+                row.update({"plugin": float(s["plugin"].mean()), "plugin_kind": fam.theory_kind,
+                            "excess": exc.estimate, "excess_ci_low": exc.ci_low, "excess_ci_high": exc.ci_high})
+                if "plugin-radius" in s:
+                    row["plugin_radius"] = float(s["plugin-radius"].mean())
             if v == "qkv" and "qkv-indep" in variants:
                 c = mean_ci(s["qkv"] - s["qkv-indep"])
                 row.update({"contrast": c.estimate, "contrast_ci_low": c.ci_low, "contrast_ci_high": c.ci_high})
@@ -138,41 +169,89 @@ def verdict_key(field: str, kind: str) -> str:
     return f"{field}_test" if kind == "equals" else f"{field}_{kind}_test"
 
 
-def passed(test: tuple[dict, str, str, float]) -> bool:
-    """Whether a judged test ``(row, field, kind, value)`` passed."""
-    row, field, kind, _ = test
+def passed(test: tuple) -> bool:
+    """Whether a judged test ``(row, field, kind, value[, radius])`` passed."""
+    row, field, kind = test[:3]
     return bool(row[verdict_key(field, kind)]["passed"])
 
 
-def judge(tests: list[tuple[dict, str, str, float]], level: float = LEVEL) -> tuple[int, int]:
+def equals_theory(row: dict) -> tuple:
+    """The test "``estimate`` equals ``theory``", widened by the theory's 95% radius (an estimated ``E[M]``)."""
+    return row, "estimate", "equals", row["theory"], row.get("theory_radius", 0.0)
+
+
+def zero_excess(row: dict) -> tuple:
+    """The test "the paired excess over the plug-in ``ᾱᵀCᾱ`` is 0" (weights independent of the transport),
+    labelled with the plug-in's kind and widened by its 95% radius (``plugin_radius``) when ``E[M]`` is estimated."""
+    row.update(excess_theory=0.0, excess_theory_kind=row.get("plugin_kind", "closed form"))
+    rad = row.get("plugin_radius", 0.0)
+    if rad:
+        row["excess_theory_radius"] = rad
+    return row, "excess", "equals", 0.0, rad
+
+
+def judge(tests: list[tuple], level: float = LEVEL) -> tuple[int, int]:
     """Run every test of a verdict at one Bonferroni-joint level; returns (passed, number of tests).
 
     A test is ``(row, field, kind, value)``: ``field`` is ``"estimate"`` or a paired-difference
     field (``"excess"``, ``"contrast"``) whose 95% Student-t interval the row carries; ``kind`` is
     ``"equals"`` (``value`` inside the two-sided interval at level ``1 − (1−level)/m``), ``"above"``
-    or ``"below"`` (one-sided bound at that level beyond ``value``).  Each tested row gets
-    ``in_verdict = True`` and ``{kind, value, passed}`` under :func:`verdict_key`.
+    or ``"below"`` (one-sided bound at that level beyond ``value``).  An optional fifth entry is the
+    95% radius of an estimated ``value`` (both intervals: the comparison is widened by it).  Each tested
+    row gets ``in_verdict = True`` and ``{kind, value, passed}`` (and ``theory_radius``) under :func:`verdict_key`.
     """
-    m = sum(r[_keys(f)[1]] > r[_keys(f)[0]] for r, f, _, _ in tests)  # rows without spread cannot fail by chance
+    m = sum(t[0][_keys(t[1])[1]] > t[0][_keys(t[1])[0]] for t in tests)  # rows without spread cannot fail by chance
     alpha = (1.0 - level) / max(m, 1)
     n_ok = 0
-    for row, field, kind, value in tests:
+    for row, field, kind, value, *radius in tests:
+        rad = float(radius[0]) if radius else 0.0
         est_k, hi_k = _keys(field)
         est, hi, n = row[est_k], row[hi_k], row["n_samples"]
         se = (hi - est) / stats.t.ppf(0.5 + LEVEL / 2, n - 1)
         tol = 1e-12 * max(1.0, abs(value))  # rows without spread (QK without noise, n = 0) are exact
         if kind == "equals":
-            ok = abs(est - value) <= se * stats.t.ppf(1 - alpha / 2, n - 1) + tol
+            ok = abs(est - value) <= se * stats.t.ppf(1 - alpha / 2, n - 1) + rad + tol
         elif kind == "above":
-            ok = est - se * stats.t.ppf(1 - alpha, n - 1) > value
+            ok = est - se * stats.t.ppf(1 - alpha, n - 1) - rad > value
         elif kind == "below":
-            ok = est + se * stats.t.ppf(1 - alpha, n - 1) < value
+            ok = est + se * stats.t.ppf(1 - alpha, n - 1) + rad < value
         else:
             raise ValueError(f"unknown test kind {kind!r}")
         row["in_verdict"] = True
-        row[verdict_key(field, kind)] = {"kind": kind, "value": value, "passed": bool(ok)}
+        row[verdict_key(field, kind)] = {"kind": kind, "value": value, "passed": bool(ok),
+                                         **({"theory_radius": rad} if rad else {})}
         n_ok += bool(ok)
     return n_ok, len(tests)
+
+
+def pooled_level(rows: list[dict], field: str = "estimate") -> dict | None:
+    """The level of a theory pooled over independent rows: ``δ = Σ_i w_i δ_i / Σ_i w_i`` with ``w_i = 1/se(δ_i)²``.
+
+    ``field="estimate"``: ``δ_i = estimate_i/theory_i − 1`` (rows with a ``theory``); ``"excess"``:
+    ``δ_i = excess_i/plugin_i`` (the paired excess over the plug-in ``ᾱᵀCᾱ``, relative).  Its theory is ``0``;
+    ``theory_radius`` pools the rows' relative radii the same way (an estimated ``E[M]``).  A row is a
+    pseudo-row for :func:`judge` (``n_samples`` the smallest row's); ``None`` when no row has spread
+    (those rows are exact and tested one by one).
+    """
+    ref = "theory" if field == "estimate" else "plugin"
+    hi_k = "ci_high" if field == "estimate" else f"{field}_ci_high"
+    rad_k = "theory_radius" if field == "estimate" else "plugin_radius"
+    use = [r for r in rows if r.get(ref) and r[hi_k] > r[field]]
+    if not use:
+        return None
+    th = np.array([r[ref] for r in use], float)
+    est = np.array([r[field] for r in use], float)
+    n = min(r["n_samples"] for r in use)
+    se = np.array([(r[hi_k] - r[field]) / stats.t.ppf(0.5 + LEVEL / 2, r["n_samples"] - 1) for r in use]) / np.abs(th)
+    dev = est / th - 1.0 if field == "estimate" else est / th
+    w = 1.0 / se**2
+    pooled, se_p = float(w @ dev / w.sum()), float(1.0 / np.sqrt(w.sum()))
+    half = float(stats.t.ppf(0.5 + LEVEL / 2, n - 1)) * se_p
+    rad = float(w @ (np.array([r.get(rad_k, 0.0) for r in use]) / np.abs(th)) / w.sum())
+    return {"variant": use[0].get("variant"), "field": field, "M": [r["M"] for r in use], "estimate": pooled,
+            "ci_low": pooled - half, "ci_high": pooled + half, "n_samples": n, "theory": 0.0,
+            "theory_kind": use[0].get("theory_kind" if field == "estimate" else "plugin_kind", "closed form"),
+            **({"theory_radius": rad} if rad else {}), "in_verdict": False}
 
 
 def label(rows: list[dict]) -> None:
@@ -184,6 +263,11 @@ def label(rows: list[dict]) -> None:
 # ---------------------------------------------------------------------------------------
 # plotting
 # ---------------------------------------------------------------------------------------
+def _kind_word(rows: list[dict]) -> str:
+    """``exact``, or ``estimated`` when the rows' theory rests on an estimated ``E[M]``."""
+    return "estimated" if str(rows[0].get("theory_kind", "")).startswith("estimated") else "exact"
+
+
 def energy_panel(ax, rows: list[dict], variants, label_prefix: str = "") -> None:
     """Monte Carlo ``r`` per variant against ``M`` with the exact curve or the plug-in, log–log."""
     for v in variants:
@@ -194,7 +278,8 @@ def energy_panel(ax, rows: list[dict], variants, label_prefix: str = "") -> None
         est, lo, hi, th = (finite([r[k] for r in rs]) for k in ("estimate", "ci_low", "ci_high", "theory"))
         has_th = np.isfinite(th).any()
         sp.theory_vs_measurement(ax, M, est, np.clip(lo, 1e-9, None), hi, theory=th if has_th else None, color=COLORS[v],
-                                 label=f"{label_prefix}{v}: measured", theory_label=f"{label_prefix}{v}: exact finite-M")
+                                 label=f"{label_prefix}{v}: measured",
+                                 theory_label=f"{label_prefix}{v}: {_kind_word(rs)} finite-M")
         if not has_th and "plugin" in rs[0] and v == "qkv":
             ax.plot(M, finite([r["plugin"] for r in rs]), ":", color="k", lw=1.3,
                     label=r"independent-weights plug-in $\bar\alpha^\top C \bar\alpha$")
@@ -240,7 +325,13 @@ def no_transport(*args, **kwargs) -> dict[str, np.ndarray]:
 
 def chi_scaled_theory(family: StepFamily, b: np.ndarray, M: int, noise: float = 0.0, *,
                       factor: float = 1.03) -> float:
-    """Wrong theory: :func:`qkv_interference_theory` with every ``χ`` (every ``E[M]`` eigenvalue) times ``factor``."""
+    """Wrong theory: :func:`qkv_interference_theory` with every ``χ`` (every ``E[M]`` eigenvalue) times ``factor``
+    (laws without correlation pairs: every lag ``c_m`` times ``factor^m``)."""
+    if not has_correlation_pairs(family):
+        c = lag_correlations(family, b, M) * factor ** np.arange(M)
+        m = np.arange(1, M)
+        coh = float(M * c[0] + 2.0 * (c[1:] @ (M - m).astype(float))) / M**2
+        return coh + noise**2 * family.d / (M * float(np.dot(b, b)))
     w, z = correlation_pairs(family, b)
     z = z * factor
     z = z / np.maximum(np.abs(z), 1.0)  # keep |χ| ≤ 1
@@ -268,6 +359,32 @@ def repeated_steps(draw):
         rep = steps[:, 1:2] if N > 1 else steps[:, :1]
         return np.broadcast_to(rep, steps.shape).copy()
     return drawn
+
+
+def theory_scaled(target: str, factor: float):
+    """Wrong theory: the function at ``target`` (``module.name``) with its value (each entry of a tuple) times
+    ``factor``: a few-percent error in a theory's level (a :attr:`Mutant.patch`)."""
+    import importlib
+
+    mod, _, name = target.rpartition(".")
+
+    def patch():
+        orig = getattr(importlib.import_module(mod), name)
+
+        def scaled(*args, **kwargs):
+            out = orig(*args, **kwargs)
+            return tuple(factor * x for x in out) if isinstance(out, tuple) else factor * out
+        return mock.patch(target, scaled)
+    return patch
+
+
+def mean_scaled(factor: float):
+    """Wrong theory: every law's theory ``E[M]`` (:meth:`StepLaw.theory_mean`, the estimated one for a law without
+    a closed form) times ``factor`` (a :attr:`Mutant.patch`; the estimated path, e.g. ``family="cayley"``)."""
+    from stylized.laws.base import StepLaw
+
+    orig = StepLaw.theory_mean
+    return lambda: mock.patch.object(StepLaw, "theory_mean", lambda self: factor * orig(self))
 
 
 # The two model mutants every value check shares (``Check.mutants``).

@@ -15,6 +15,13 @@ author's implementation).  Per trial the paired contrast ``Δ = ||F_same||² −
   (:func:`stylized.value_theory.tilt_floor`), is known: it is reported, not tested (at ``M = 1024``,
   ``d = 64`` the measured ``Δ`` is still ≈ 6% below it, and at ``d = 8`` the gap still shrinks slower than
   ``1/M`` at ``M = 4096``).
+
+Levels are also pooled over ``M`` on the independent stream (its rows are independent across ``M``):
+``estimate/exact − 1`` with equal weights, ``excess/plug-in`` with softmax weights, and for Haar with
+keys ``= b̂`` the same transport's ``estimate/exact − 1``.  With the default softmax weights the exact
+equal-weight formula itself is *not* in the verdict: its generalisation to the drawn weights, the plug-in
+``ᾱᵀCᾱ``, is (``weights="equal"`` tests the formula).  Any orthogonal law (odd ``d`` included); a law
+without a closed-form ``E[M]`` gets the estimated theory, widened by its 95% radius.
 """
 
 from __future__ import annotations
@@ -41,34 +48,39 @@ from .value_common import (
     background,
     caption_params,
     check_common,
+    check_law,
     chi_scaled_pairs,
     chi_scaled_theory,
     energy_panel,
     energy_rows,
+    equals_theory,
     far_counts,
     judge,
     label,
+    mean_scaled,
     no_transport,
+    pooled_level,
+    theory_scaled,
     with_default,
+    zero_excess,
 )
 
 __all__ = ["run_independent"]
 
 
-def _tests(rows: list[dict], params: dict, fam) -> list[tuple[dict, str, str, float]]:
+def _tests(rows: list[dict], params: dict, fam) -> tuple[list[tuple], dict | None]:
     w, ka, noise, big = params["weights"], params["key_align"], params["noise"], max(far_counts(params))
     by = {(r["variant"], r["M"]): r for r in rows}
     tests = []
-    exact_tilt = w == "softmax" and ka == 1.0 and fam.name == "haar"  # i.i.d. uniform routes: exact energies
+    exact_tilt = w == "softmax" and ka == 1.0 and fam.mixes_in_one_step  # i.i.d. uniform routes: exact energies
     for r in rows:
         if r["theory"] is not None:  # equal weights: both transports and QK equal their exact values
-            tests.append((r, "estimate", "equals", r["theory"]))
+            tests.append(equals_theory(r))
         elif r["variant"] == "qk" and noise == 0:  # softmax weights sum to 1: F_QK = ρ_D b exactly
             r.update(theory=1.0, theory_kind="closed form")
-            tests.append((r, "estimate", "equals", 1.0))
+            tests.append(equals_theory(r))
         elif r["variant"] == "qkv-indep" or (r["variant"] == "qkv" and ka == 0.0):  # independent of the weights
-            r.update(excess_theory=0.0, excess_theory_kind="closed form")
-            tests.append((r, "excess", "equals", 0.0))
+            tests.append(zero_excess(r))
     floor = tilt_floor(fam, background(fam), params["lam"]) if w == "softmax" and ka == 1.0 else None
     for M in far_counts(params):
         r = by[("qkv", M)]
@@ -81,22 +93,27 @@ def _tests(rows: list[dict], params: dict, fam) -> list[tuple[dict, str, str, fl
             total, diag = haar_tilt_energy(fam.d, params["lam"], M)
             r.update(theory=total + noise**2 * fam.d * diag, theory_kind="closed form",
                      contrast_theory=total - diag, contrast_theory_kind="closed form")
-            tests += [(r, "estimate", "equals", r["theory"]), (r, "contrast", "equals", total - diag)]
+            tests += [equals_theory(r), (r, "contrast", "equals", total - diag)]
     if w == "softmax" and ka > 0 and not exact_tilt:  # directional: aligned-route weights favour the same transport
         r = by[("qkv", big)]
         r.update(contrast_bound=0.0, contrast_bound_kind="lower (one-sided: Δ > 0)")
         tests.append((r, "contrast", "above", 0.0))
     for v in ("qkv", "qkv-indep"):  # both incoherent: below half of QK at the largest M
         tests.append((by[(v, big)], "estimate", "below", 0.5 * by[("qk", big)]["estimate"]))
-    return tests
+    # the level pooled over M, on rows independent across M (one variant): a few-percent theory error shows
+    variant, field = ("qkv", "estimate") if exact_tilt else ("qkv-indep", "estimate" if w == "equal" else "excess")
+    level = pooled_level([r for r in rows if r["variant"] == variant], field)
+    if level is not None:
+        tests.append((level, "estimate", "equals", 0.0, level.get("theory_radius", 0.0)))
+    return tests, level
 
 
 def run_independent(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict:
     check_common(params)
-    fam = family_from_params(params)
+    fam = check_law(family_from_params(params), pathwise=params["weights"] != "equal")
     rows = energy_rows(fam, params, seed, ("qk", "qkv", "qkv-indep"), weights=params["weights"],
                        key_align=params["key_align"], show=progress, backend=backend)
-    tests = _tests(rows, params, fam)
+    tests, level = _tests(rows, params, fam)
     n_pass, n_tests = judge(tests)
     label(rows)
     big = max(far_counts(params))
@@ -113,10 +130,19 @@ def run_independent(params: dict, *, seed: int, backend: str, progress: bool = T
         verdict += f", one-sided > 0: {same['contrast_above_test']['passed']}"
     if "contrast_floor" in same:
         verdict += f" (its M → ∞ limit, the tilt floor: {same['contrast_floor']:.4g}; reported, not tested)"
+    if level is not None:
+        what = {"estimate": "estimate/exact − 1", "excess": "excess/plug-in"}[level["field"]]
+        verdict += (f"; {level['variant']} {what} pooled over M: {level['estimate']:+.3g} [{level['ci_low']:+.3g}, "
+                    f"{level['ci_high']:+.3g}] vs 0: {level['estimate_test']['passed']}")
+    if params["weights"] != "equal":
+        verdict += " (the exact equal-weight formula is not in this verdict: weights=equal tests it)"
+    if fam.mean_radius > 0:
+        verdict += f"; theory {fam.theory_kind}, comparisons widened by its 95% radius"
     verdict += f". All {n_tests} tests at a Bonferroni-joint 95% level: {n_pass}/{n_tests} pass."
     return {
         "holds": bool(n_pass == n_tests),
         "rows": rows,
+        "levels": {level["variant"]: level} if level is not None else {},
         "headline": headline(
             f"paired contrast E||F_same||² − E||F_indep||² (÷ ρ_D²||b||²) at M={big} ({fam.name})", same, verdict,
             estimate=same["contrast"], ci_low=same["contrast_ci_low"], ci_high=same["contrast_ci_high"],
@@ -169,7 +195,9 @@ register(Check(
               "with equal weights); the paired contrast Δ = ||F_same||² − ||F_indep||² is 0 when the weights are "
               "independent of the steps, and with keys = b̂ it is positive at the largest M (exact value for Haar steps; "
               "for SO(2) only its M → ∞ limit, the tilt floor Σ_p w_p(I_1(λw_p)/I_0(λw_p))², is known: reported, "
-              "not tested); both stay below half of QK at the largest M.",
+              "not tested); both stay below half of QK at the largest M; the independent stream's level pooled over M "
+              "(estimate/exact − 1, or excess/plug-in) is 0.  With softmax weights (the default) the exact "
+              "equal-weight formula itself is not in the verdict, only its plug-in ᾱᵀCᾱ (weights=equal tests it).",
     options=family_options("so2-uniform", 64) + (
         Option("M", [4, 16, 64, 256, 1024], "far counts M (comma list)", IntList(1, 10**7, size=True)), OPT_D,
         with_default((OPT_W,), weights="softmax")[0], OPT_LAM, with_default((OPT_KA,), key_align=1.0)[0], OPT_NOISE,
@@ -187,6 +215,15 @@ register(Check(
                patch=lambda: mock.patch("simulations.value_common.qkv_interference_theory",
                                         partial(chi_scaled_theory, factor=1.03)),
                params={"weights": "equal"}),
+        Mutant("plugin-x0.97", "the plug-in ᾱᵀCᾱ × 0.97 (its level 3% low)",
+               patch=theory_scaled("stylized.values._plugin", 0.97)),
+        Mutant("plugin-x1.03", "the plug-in ᾱᵀCᾱ × 1.03 (its level 3% high)",
+               patch=theory_scaled("stylized.values._plugin", 1.03)),
+        Mutant("theory-x0.97-equal", "equal weights: the exact finite-M value × 0.97",
+               patch=theory_scaled("simulations.value_common.qkv_interference_theory", 0.97),
+               params={"weights": "equal"}),
+        Mutant("mean-off-3pct-cayley", "cayley (estimated E[M]): the theory's E[M] × 0.97",
+               patch=mean_scaled(0.97), params={"family": "cayley"}),
     ),
     reduced={"d": 16, "M": [16, 64, 256], "trials": 300},
 ))

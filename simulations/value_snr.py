@@ -6,6 +6,10 @@ The near target survives transport, ``E||P_n t − t||² = 2 − 2tᵀE[M]ⁿt``
 ``trials_near`` routes of length ``K``)*; the
 signal-to-interference ratio ``SIR = E[(tᵀN)²]/E||F||²`` (``N`` near, ``F`` far output) is measured
 for QK-only and QKV, and the context length where it crosses 1 (the horizon) is compared.
+
+Any orthogonal law with pathwise steps (odd ``d`` included).  For a law without a closed-form ``E[M]``
+(``cayley``, a user's) the near profile is compared with the estimated ``2 − 2tᵀÊⁿt``: the Hotelling test
+then takes the theory anywhere in its 95% box (``± 2·mean_overlap_radius``), the largest p-value over it.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from pathlib import Path
 from unittest import mock
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
 
 from stylized import plotting as sp
 from stylized import values
@@ -38,7 +42,10 @@ from .value_common import (
     REPEATED_STEPS,
     caption_params,
     check_common,
+    check_law,
     label,
+    mean_scaled,
+    theory_scaled,
     with_default,
 )
 
@@ -46,8 +53,12 @@ __all__ = ["run_snr", "near_transport_theory"]
 
 
 def near_transport_theory(fam: StepFamily, t: np.ndarray, n: int, *, factor: float = 1.0) -> float:
-    """``E||P_n t − t||² = 2 − 2 tᵀE[M]ⁿt`` for a unit target ``t`` (``factor`` scales ``E[M]``: a mutant)."""
-    return float(2.0 - 2.0 * t @ np.linalg.matrix_power(factor * fam.mean(), n) @ t)
+    """``E||P_n t − t||² = 2 − 2 tᵀE[P_n]t`` for a unit target ``t``: ``E[P_n] = E[M]ⁿ`` (exact or estimated
+    :meth:`StepLaw.theory_mean`) for i.i.d. steps, the law's :meth:`StepLaw.mean_overlap` for dependent ones
+    (``iid = False``).  ``factor`` scales ``E[M]`` (a mutant)."""
+    if not getattr(fam, "iid", True):
+        return float(2.0 - 2.0 * factor**n * fam.mean_overlap(t, n))
+    return float(2.0 - 2.0 * t @ np.linalg.matrix_power(factor * fam.theory_mean(), n) @ t)
 
 
 def untransported_snr(*args, **kwargs) -> dict[str, np.ndarray]:
@@ -67,22 +78,37 @@ def near_overlaps(fam: StepFamily, K: int, t: np.ndarray, trials: int, seed: int
     return np.concatenate(out)
 
 
-def near_profile_pvalue(x: np.ndarray, theory: np.ndarray) -> float:
+def near_profile_pvalue(x: np.ndarray, theory: np.ndarray, radius: np.ndarray | None = None) -> float:
     """p-value of Hotelling's T² for ``E[x[:, n]] = theory[n]`` jointly over the columns with spread.
 
     ``x`` [trials, K]; columns without spread (``n = 0``, exactly 0) must equal their theory to
-    rounding, otherwise the p-value is 0.
+    rounding, otherwise the p-value is 0.  ``radius`` (an estimated theory's 95% radius per column):
+    the largest p-value over every theory in the box ``theory ± radius`` (T² minimised over the box).
     """
     spread = x.std(axis=0) > 0
-    if not np.allclose(x[:, ~spread].mean(axis=0), theory[~spread], rtol=0, atol=1e-12):
+    rad = np.zeros_like(theory) if radius is None else np.asarray(radius, float)
+    if np.any(np.abs(x[:, ~spread].mean(axis=0) - theory[~spread]) > rad[~spread] + 1e-12):
         return 0.0
-    X, mu = x[:, spread], theory[spread]
+    X, mu, r = x[:, spread], theory[spread], rad[spread]
     n, p = X.shape
     if p == 0:
         return 1.0
-    dm = X.mean(axis=0) - mu
-    t2 = n * dm @ np.linalg.solve(np.atleast_2d(np.cov(X.T)), dm)
-    return float(stats.f.sf((n - p) / (p * (n - 1)) * t2, p, n - p))
+    if np.any(r > 0):
+        S_inv = np.linalg.inv(np.atleast_2d(np.cov(X.T)))
+        xbar = X.mean(axis=0)
+
+        def t2(m: np.ndarray) -> float:
+            dm = xbar - m
+            return float(n * dm @ S_inv @ dm)
+
+        # a convex quadratic over a box: its minimum is attained, L-BFGS-B finds it
+        m = optimize.minimize(t2, np.clip(xbar, mu - r, mu + r), jac=lambda m: -2.0 * n * S_inv @ (xbar - m),
+                              bounds=list(zip(mu - r, mu + r)), method="L-BFGS-B").x
+        val = min(t2(m), t2(mu))
+    else:
+        dm = X.mean(axis=0) - mu
+        val = float(n * dm @ np.linalg.solve(np.atleast_2d(np.cov(X.T)), dm))
+    return float(stats.f.sf((n - p) / (p * (n - 1)) * val, p, n - p))
 
 
 def untransported_overlaps(fam: StepFamily, K: int, t: np.ndarray, trials: int, seed: int) -> np.ndarray:
@@ -111,7 +137,7 @@ def _horizon(L: np.ndarray, sir: np.ndarray, level: float = 1.0) -> float | None
 
 def run_snr(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict:
     check_common(params)
-    fam = family_from_params(params)
+    fam = check_law(family_from_params(params))
     K = check_positive_int("K", params["K"], 1)
     trials = check_positive_int("trials", params["trials"], 2)
     Ls = sorted(set(params["L"]))
@@ -136,12 +162,15 @@ def run_snr(params: dict, *, seed: int, backend: str, progress: bool = True) -> 
     near_rows = []
     for n in range(K):
         row = {"variant": "near-transport", "n": n, **mean_ci(2.0 - 2.0 * ov[:, n]).as_row(),
-               "theory": near_transport_theory(fam, t, n), "theory_kind": "closed form", "in_verdict": True}
+               "theory": near_transport_theory(fam, t, n), "theory_kind": fam.theory_kind, "in_verdict": True}
+        if fam.mean_radius > 0:  # estimated E[M]: the theory's own 95% radius, 2·|Δ tᵀE[M]ⁿt|
+            row["theory_radius"] = 2.0 * float(fam.mean_overlap_radius(t, n))
         rows.append(row)
         near_rows.append(row)
     # one joint test of the whole near profile (the rows share their routes, so they are correlated):
     # Hotelling's T² of the n ≥ 1 means against the closed forms at level 5%; n = 0 is exact (0)
-    p_near = near_profile_pvalue(2.0 - 2.0 * ov, np.array([r["theory"] for r in near_rows]))
+    p_near = near_profile_pvalue(2.0 - 2.0 * ov, np.array([r["theory"] for r in near_rows]),
+                                 np.array([r.get("theory_radius", 0.0) for r in near_rows]))
     n_pass, n_tests = int(p_near >= 1.0 - LEVEL), 1
     for r in near_rows:
         r["joint_pvalue"] = p_near
@@ -151,6 +180,8 @@ def run_snr(params: dict, *, seed: int, backend: str, progress: bool = True) -> 
     hq, hk = horizons["qkv"], horizons["qk"]
     longer = hk is not None and (hq is None or hq > hk)
     worst_near = max(r["estimate"] for r in rows if r["variant"] == "near-transport")
+
+    exact_txt = "exact" if fam.mean_radius == 0 else f"{fam.theory_kind} (over its 95% box)"
 
     def fmt(h: float | None) -> str:
         return f"> {Ls[-1]}" if h is None else f"≈ {h:.0f}"
@@ -164,7 +195,7 @@ def run_snr(params: dict, *, seed: int, backend: str, progress: bool = True) -> 
             f"signal-to-interference ratio of QKV at L={Ls[-1]} ({fam.name})", last[1],
             n_samples=trials, theory=None, theory_kind=None,
             verdict=(f"Near target survives transport (E||P_n t − t||² ≤ {worst_near:.3g} for n < K={K}; "
-                     f"the profile matches the exact 2 − 2tᵀE[M]ⁿt: Hotelling T² p = {p_near:.3g} ≥ 0.05: {bool(n_pass)}). SIR = 1 horizon "
+                     f"the profile matches the {exact_txt} 2 − 2tᵀE[M]ⁿt: Hotelling T² p = {p_near:.3g} ≥ 0.05: {bool(n_pass)}). SIR = 1 horizon "
                      f"(point estimate, log-log interpolation): QK {fmt(hk)}, QKV {fmt(hq)} tokens: QKV longer "
                      f"{longer}; at L={Ls[-1]} SIR QK {last[0]['estimate']:.3g}, QKV {last[1]['estimate']:.3g} "
                      f"(ρ_D={last[0]['far_mass']:.3f})."),
@@ -218,6 +249,12 @@ register(Check(
                patch=lambda: mock.patch("simulations.value_snr.near_transport_theory",
                                         partial(near_transport_theory, factor=0.97))),
         REPEATED_STEPS,
+        Mutant("theory-x0.97", "the near-transport law 2 − 2tᵀE[M]ⁿt × 0.97 (its level 3% low)",
+               patch=theory_scaled("simulations.value_snr.near_transport_theory", 0.97)),
+        Mutant("theory-x1.03", "the near-transport law 2 − 2tᵀE[M]ⁿt × 1.03 (its level 3% high)",
+               patch=theory_scaled("simulations.value_snr.near_transport_theory", 1.03)),
+        Mutant("mean-off-3pct-cayley", "cayley (estimated E[M]): the theory's E[M] × 0.97", patch=mean_scaled(0.97),
+               params={"family": "cayley", "L": [64, 256, 1024]}),
     ),
     reduced={"L": [64, 256, 1024, 4096], "trials": 60},
 ))

@@ -9,8 +9,13 @@ score is ``s_n = qᵀ P_n k_n`` and the sweep returns the near scores ``s_n`` fo
   array-namespace twin :func:`so2_context_numpy`; the inputs are drawn by :func:`so2_context_inputs`
   with the Generator of any array namespace (NumPy on the host, CuPy for the ``cupy`` path).  The
   fused counter-RNG kernel is :func:`stylized.kernels.so2_context_sampled`.
-* O(d) families on the array namespace: :func:`transport_context_xp` (Householder via
-  :func:`stylized.transport.beta_step`, Haar kind by its exact law).
+* any other law on the array namespace: :func:`transport_context_xp`, the route walked back block by
+  block by the law's own :meth:`~stylized.laws.base.StepLaw.walk_block` (reflections ``u − 2w(w·u)``,
+  Haar-step flags by their exact law, dense steps by ``Mᵀu``).
+
+Which sweep a law takes is the law's :meth:`~stylized.laws.base.StepLaw.context_sweep` (the plane sweep
+for SO(2) laws, this walk otherwise) and :meth:`~stylized.laws.base.StepLaw.fast_context_sweep` (the
+fused kernel of uniform plane angles).
 
 Example
 -------
@@ -30,11 +35,10 @@ import numpy as np
 
 from .backend import namespace_of
 from .counter_rng import sincos
-from .families import SO2Family, StepFamily, uniform_sphere
+from .families import StepFamily, uniform_sphere
 from .kernels import lse_push, renormalize_phases
 from .lse import lse_rows
 from .sampling import XP_CHUNK_ELEMENTS
-from .transport import beta_step
 
 __all__ = ["so2_context_numpy", "so2_context_numba", "so2_context_inputs",
            "transport_context_xp", "near_and_far_lse"]
@@ -100,10 +104,11 @@ def so2_context_numba(theta, dot, cross, lam, D):
     return near, far_lse
 
 
-def so2_context_inputs(family: SO2Family, L: int, size: int, xrng, q: np.ndarray, target_n: int | None = None,
+def so2_context_inputs(family: StepFamily, L: int, size: int, xrng, q: np.ndarray, target_n: int | None = None,
                        xp=np):
     """Draw steps and keys for ``size`` contexts: ``theta``, ``dot``, ``cross`` ``(size, L, d/2)``, with the
-    Generator ``xrng`` of the array namespace ``xp`` (NumPy on the host, CuPy on the device).
+    Generator ``xrng`` of the array namespace ``xp`` (NumPy on the host, CuPy on the device).  ``family`` is a
+    law of commuting SO(2) planes drawn as angles (``planes``, ``step_ndim = 1``).
 
     Keys are uniform on ``S^{d−1}``.  Their per-plane ``(dot_b, cross_b)`` is drawn directly: a uniform
     key is invariant in law under block rotations, so ``(dot_b, cross_b) =_d |q_b| (k_{b,x}, k_{b,y})``
@@ -122,31 +127,29 @@ def so2_context_inputs(family: SO2Family, L: int, size: int, xrng, q: np.ndarray
 
 def transport_context_xp(family: StepFamily, L: int, size: int, xrng, q: np.ndarray, lam: float, D: int,
                          target_n: int | None = None, xp=np):
-    """The attention sweep for O(d) families in the array namespace ``xp`` (NumPy, or CuPy on the device).
+    """The attention sweep of any step law in the array namespace ``xp`` (NumPy, or CuPy on the device).
 
     ``size`` contexts of length ``L``: unit keys uniform on ``S^{d−1}`` (the key at route length ``target_n``
-    is ``q``) and i.i.d. steps, all drawn with the namespace Generator ``xrng`` in blocks of steps.  The route
-    is walked back from ``i = L−1`` one step at a time over all contexts: ``u_0 = q``, ``s_n = u_n·k_n`` and
-    ``u_{n+1} = M u_n`` (Householder ``u − 2w(w·u)``; Haar kind: the exact law, ``u`` redrawn uniformly with
-    norm ``|q|`` at a Haar step).  Returns, like :func:`so2_context_numpy`, ``near`` ``(size, D)`` scores and
-    ``far_lse`` ``(size,)`` = ``log Σ_{n≥D} e^{λ s_n}``, in the namespace (memory ``O(size·L)``).
+    is ``q``) and i.i.d. steps, all drawn with the namespace Generator ``xrng`` in blocks of steps (keys, then
+    steps, then whatever the law's walk draws).  The route is walked back from ``i = L−1`` over all contexts by
+    the law's :meth:`~stylized.laws.base.StepLaw.walk_block`: ``u_0 = q``, ``s_n = u_n·k_n`` and
+    ``u_{n+1} = M_{i−n}ᵀ u_n`` (Householder ``u − 2w(w·u)``; Haar-step flags: the exact law, ``u`` redrawn
+    uniformly with norm ``|q|`` at a Haar step; dense steps ``Mᵀu``).  Returns, like :func:`so2_context_numpy`,
+    ``near`` ``(size, D)`` scores and ``far_lse`` ``(size,)`` = ``log Σ_{n≥D} e^{λ s_n}``, in the namespace
+    (memory ``O(size·L)`` plus one block of about :data:`~stylized.sampling.XP_CHUNK_ELEMENTS` step elements).
     """
     d = family.d
     qd = xp.asarray(q)
     u = xp.broadcast_to(qd, (size, d)).copy()
     s = xp.empty((size, L))
-    block = max(1, XP_CHUNK_ELEMENTS // (size * d))
+    block = max(1, XP_CHUNK_ELEMENTS // (size * d ** max(1, family.step_ndim)))
+    norm = float(np.linalg.norm(q))  # orthogonal steps keep |u_n| = |q|
     for start in range(0, L, block):
         m = min(block, L - start)
         keys = uniform_sphere(xrng, (size, m), d, xp)
         if target_n is not None and start <= target_n < start + m:
             keys[:, target_n - start] = qd
-        steps = family.sample(xrng, (size, m), xp)  # unit w, or the Haar-step mask
-        fresh = None if family.kind == "householder" else float(np.linalg.norm(q)) * uniform_sphere(xrng, (size, m), d, xp)
-        for t in range(m):
-            s[:, start + t] = xp.sum(u * keys[:, t], axis=1)
-            if fresh is None:
-                u = beta_step(u, steps[:, t])
-            else:
-                u = xp.where(steps[:, t, None], fresh[:, t], u)
+        steps = family.sample(xrng, (size, m), xp)
+        U, u = family.walk_block(steps, u, xrng=xrng, norm=norm if family.orthogonal else None)
+        s[:, start:start + m] = xp.sum(U * keys, axis=-1)
     return near_and_far_lse(s, lam, D)

@@ -42,7 +42,7 @@ from scipy import special
 from .backend import array_namespace, namespace_of, to_numpy, xp_generator
 from .bounds import alibi_far_mass_bound, far_mass_lower_bound, horizon_prediction, lambda_required  # noqa: F401
 from .families import StepFamily, as_generator, uniform_sphere
-from .kernels import beta_step_nb, kernel
+from .kernels import beta_step_nb
 from .lse import (  # noqa: F401  (re-exported: the streaming pieces lived here before)
     _XP_ELEMS,
     _fold_lse,
@@ -145,12 +145,12 @@ class GrowthModel:
 
 
 def _orthogonal_scores(model: GrowthModel, N: int, keys: np.ndarray, q: np.ndarray, rng, backend: str) -> np.ndarray:
-    """``λ qᵀ P_n k_n`` for ``n = 0 … N−1`` (route-length order), steps of the family."""
+    """``λ qᵀ P_n k_n`` for ``n = 0 … N−1`` (route-length order), steps of the family: the law's compiled
+    transport where it has one (:meth:`StepLaw.fast_transported_queries`), else :func:`transported_queries`."""
     fam = model.family
     steps = fam.rvs(N, rng)
-    if fam.kind == "householder":
-        U = kernel("householder_queries", backend)(np.ascontiguousarray(steps), q)
-    else:
+    U = fam.fast_transported_queries(steps, q, backend)
+    if U is None:
         U = transported_queries(fam, steps, q, rng)
     # position j = N−1−n ↔ route length n
     return model.lam * np.einsum("nd,nd->n", U[::-1], keys)

@@ -24,15 +24,17 @@ from .options import arg_real
 from .weight_laws import (
     FarLaw,
     IsotropicChain,
+    ReferenceChain,
     far_laplace_sum,
     laplace_ratio_mean,
     near_chain,
+    plane_harmonics,
     sigma_grid,
     so2_overlap_mgf,
 )
 
 __all__ = ["wald_horizon", "forget_gate_mean", "control_factor", "control_lambda", "mean_near_sum", "predict_growth",
-           "ratio_of_means", "horizon_crossing", "predict_transfer", "geometric_sum"]
+           "ratio_of_means", "horizon_crossing", "predict_transfer", "geometric_sum", "target_chain"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -130,14 +132,17 @@ def predict_growth(model, Ls, controls, far_law=FarLaw, chain=None, h: float = 0
     is the near chain (default :func:`stylized.weight_laws.near_chain`); both are parameters so that a mutation
     test can hand in wrong ones.  Returns ``{control: (values over Ls, kind)}`` with ``kind`` ``"closed
     form"`` (Laplace transforms by quadrature), ``"approximation"`` (forget gate: the gate factors
-    ``e^{G_n}`` replaced by their means ``φ^n``; error ≈ 0.5% of ρ_D in tests) or ``"simulated reference"``
-    (near chain simulated: SO(2) blocks with aligned near keys).
+    ``e^{G_n}`` replaced by their means ``φ^n``; error ≈ 0.5% of ρ_D in tests), ``"simulated reference"``
+    (near chain simulated: SO(2) blocks, or any law without a one-dimensional chain, with aligned near keys) or
+    the chain's ``"estimated (Monte Carlo, n = …)"`` (an isotropic law without a closed-form operator).
     """
     Ls = np.asarray(Ls, dtype=np.int64)
     D, d = model.D, model.family.d
     kind0 = "closed form"
     if model.near == "all" and chain is None:
         chain, kind0 = near_chain(model.family, D)
+    elif model.near == "all":
+        kind0 = getattr(chain, "theory_kind", kind0)
     out = {}
     for c in controls:
         if c == "contraction":
@@ -209,19 +214,31 @@ def horizon_crossing(model, far_law=FarLaw, chain=None, h: float = 0.1) -> float
 # ---------------------------------------------------------------------------------------
 # the transfer model: one planted target among uniform keys
 # ---------------------------------------------------------------------------------------
-def _target_laplace(family: StepFamily, lam: float, n: int, sig: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:
+def target_chain(family: StepFamily, n: int):
+    """The transport law of the planted target ``t_n = qᵀP_n q``: the :class:`IsotropicChain` of an isotropic
+    orthogonal law, ``None`` for commuting planes with closed-form harmonics (exact Jacobi–Anger moments), else a
+    :class:`ReferenceChain` (simulated reference chains of the law)."""
+    if IsotropicChain.supports(family):
+        return IsotropicChain(family)
+    return None if plane_harmonics(family) else ReferenceChain(family, n + 1)
+
+
+def _target_laplace(family: StepFamily, lam: float, n: int, sig: np.ndarray, q: np.ndarray,
+                    chain=None) -> tuple[np.ndarray, np.ndarray, str]:
     """For the planted target ``Y = e^{λ qᵀP_n q}``: ``log E e^{−σY}``, ``E[Y e^{−σY}]/E e^{−σY}`` and the kind.
 
-    ``n = 0``: ``Y = e^λ``.  Isotropic families: the chain operator (closed form by quadrature).  SO(2):
+    ``n = 0``: ``Y = e^λ``.  ``chain`` (default :func:`target_chain`): an isotropic law's chain operator (closed
+    form by quadrature, or estimated), or a simulated reference.  SO(2) planes (``chain`` ``None``):
     third-order cumulant closure ``log E e^{−σY} ≈ −σκ₁ + σ²κ₂/2 − σ³κ₃/6`` from the exact moments
     ``E Y^k = E e^{kλ qᵀP_n q}`` (:func:`so2_overlap_mgf`), capped by ``−σ e^{−λ}`` (``Y ≥ e^{−λ}``) where
     ``σ`` is so large that the cap binds ("approximation").
     """
     if n == 0:
         return -sig * math.exp(lam), np.full(sig.size, math.exp(lam)), "closed form"
-    if IsotropicChain.supports(family):
-        lp, tl = IsotropicChain(family).laplace_at(lam, n, sig)
-        return lp, tl, "closed form"
+    chain = target_chain(family, n) if chain is None else chain
+    if chain is not None:
+        lp, tl = chain.laplace_at(lam, n, sig)
+        return lp, tl, chain.theory_kind
     m1, m2, m3 = (so2_overlap_mgf(family, n, k * lam, q) for k in (1, 2, 3))
     k1, k2, k3 = m1, m2 - m1 * m1, m3 - 3 * m1 * m2 + 2 * m1**3
     lp = -sig * k1 + sig**2 * k2 / 2 - sig**3 * k3 / 6
@@ -231,22 +248,23 @@ def _target_laplace(family: StepFamily, lam: float, n: int, sig: np.ndarray, q: 
 
 
 def predict_transfer(family: StepFamily, lam: float, D: int, target_n: int, Ls, q: np.ndarray,
-                     far_law=FarLaw, h: float = 0.1) -> dict:
+                     far_law=FarLaw, h: float = 0.1, chain=None) -> dict:
     """(claim C3, *derived here*) Predicted means of the transfer model (target ``k = q`` at route length ``target_n``, other keys uniform).
 
     Near sum ``N = Y + R`` (``Y`` the target's weight, ``R`` the ``D − 1`` uniform near keys), far sum ``F``
     (``L − D`` uniform keys).  Returns ``rho`` (``E[F/(F+N)]`` per ``L``), ``alpha_target`` (``E[Y/(F+N)]``
     per ``L``: the absolute near weight, which depends on ``L`` through the normaliser), ``alpha_renorm``
     (``E[Y/N]``, the renormalised near weight: no ``L`` in it), ``mean_near`` (``E N``) and ``kind``.
+    ``chain``: the target's transport law (default :func:`target_chain`; a batch chain for an estimate's radius).
     """
     Ls = np.asarray(Ls, dtype=np.int64)
     far = far_law(lam, family.d)
+    chain = target_chain(family, target_n) if chain is None and target_n > 0 else chain
     y_mean = math.exp(lam) if target_n == 0 else (
-        IsotropicChain(family).mgf(lam, target_n + 1)[target_n] if IsotropicChain.supports(family)
-        else so2_overlap_mgf(family, target_n, lam, q))
+        chain.mgf(lam, target_n + 1)[target_n] if chain is not None else so2_overlap_mgf(family, target_n, lam, q))
     mean_near = y_mean + (D - 1) * far.mean
     sig, hh = sigma_grid(1e-10 / (mean_near + far.mean * float(Ls.max() - D)), 40.0 * math.exp(lam) / D, h)
-    lpy, tly, kind = _target_laplace(family, lam, target_n, sig, q)
+    lpy, tly, kind = _target_laplace(family, lam, target_n, sig, q, chain)
     lp1, tl1 = far.laplace_pair(sig)
     lpr = (D - 1) * lp1
     M = (Ls - D).astype(float)[:, None]

@@ -394,14 +394,13 @@ def so2_context_sampled(family, L: int, size: int, seed: int | np.random.SeedSeq
     >>> near.shape, far.shape, bool(np.allclose(near[:, 0], 1.0))
     ((3, 5), (3,), True)
     """
-    from .families import SO2Uniform
-
-    if not isinstance(family, SO2Uniform):
+    omegas = getattr(family, "omegas", None) if family.planes else None  # uniform angles declare ω_b
+    if omegas is None:
         raise ValueError(f"family must be a uniform-angle SO(2) family (so2-uniform, rope-random), got {family.name!r}")
     q = np.asarray(q, dtype=float)
     qn = np.hypot(q[0::2], q[1::2])
     tn = -1 if target_n is None else int(target_n)
-    return so2_context_counter(stream_keys(seed, size), family.omegas, qn, int(L), float(lam),
+    return so2_context_counter(stream_keys(seed, size), np.asarray(omegas, dtype=float), qn, int(L), float(lam),
                                int(D), tn)
 
 

@@ -6,20 +6,19 @@ the other ``M`` keys (the haystack) are uniform on ``S^{d−1}``.  Logits ``κλ
 a far-mass control: ``c(j) = e^{−mj}`` (ALiBi), ``c(j) = f^j`` (forget gate with a constant gate
 ``f = σ(g)``), ``κ = ln L/ln L_train`` (log-scaling, ``L = M + 1``), else ``c = 1``, ``κ = 1``.
 
-* **score**: ``E[λ qᵀP_n q] = λ qᵀE[M]ⁿq``; for SO(2) blocks ``λ Σ_b |q_b|² Re χ_bⁿ``
-  (:func:`expected_score`).  The **non-mixing share** is ``Σ_{b: W_b(ε) > L} |q_b|²``, the query energy in
-  planes whose window exceeds the context (:func:`nonmixing_share`); those planes carry the floor
-  ``λ Σ_{b: W_b > L} |q_b|² Re χ_bⁿ``.
-* **law of the passkey score** ``s_n = qᵀP_n q`` (:func:`passkey_law`), as a rule ``(points, weights)`` with
-  ``E g(s_n) ≈ Σ weights·g(points)``.  SO(2) blocks: ``s_n = Σ_b a_b cos A_{n,b}`` with ``a_b = |q_b|²`` and
-  independent plane phases ``A_{n,b}``, whose folded CDF ``G(u) = P(|A| ≤ u)`` is exact: the Irwin–Hall
-  law, wrapped (uniform angles, ``n ≤ 16``), or the Fourier series
-  ``G(u) = u/π + (2/π) Σ_{j≥1} Re χ_b(j)ⁿ sin(ju)/j`` (truncated below ``10⁻¹³``); each plane's
-  ``a_b cos A`` is binned on a grid of step ``h`` and the planes are convolved (discretisation error
-  ``O(h)``, ``h = 2⁻¹³`` by default).  Lazy Haar: an atom ``s = |q|²`` of weight ``(1 − p)ⁿ``, else a Haar
-  coordinate.  Householder: the quadrature rule ``e_0ᵀKⁿ`` of the transport chain
-  (:class:`stylized.weight_laws.IsotropicChain`; smooth functionals only).  Mixed routes
-  (:func:`mixed_law`): the post-mixing law (Haar coordinate or uniform phases).
+Every function takes the step law's properties from the law itself (no test of its name or class):
+
+* **score**: ``E[λ qᵀP_n q] = λ qᵀE[M]ⁿq`` (:func:`expected_score`): ``λ Σ_b |q_b|² Re χ_bⁿ`` for commuting
+  planes (``planes``, :meth:`chi`), ``λ cⁿ|q|²`` for an isotropic law (``E[M] = c·I``), ``λ qᵀE[M]ⁿq``
+  (:meth:`mean_overlap`) otherwise; ``E[M]`` estimated where the law has no closed form.  The **non-mixing
+  share** is ``Σ_{b: W_b(ε) > L} |q_b|²``, the query energy in planes whose window exceeds the context
+  (:func:`nonmixing_share`, :meth:`plane_windows`; a law without planes mixes as a whole); those planes carry
+  the floor ``λ Σ_{b: W_b > L} |q_b|² Re χ_bⁿ``.
+* **law of the passkey score** ``s_n = qᵀP_n q`` (:func:`passkey_law`): the law's own rule
+  (:meth:`~stylized.laws.base.StepLaw.overlap_law`; :mod:`stylized.overlap_laws`): per-plane phase laws
+  convolved (planes with a continuous angle law), an atom plus a Haar coordinate (lazy Haar), the chain's
+  quadrature rule (Householder; smooth functionals only).  Mixed routes (:func:`mixed_law`): the post-mixing
+  law (Haar coordinate or uniform phases) of a law that declares ``mixes_to_uniform``.
 * **rank**: the passkey outranks all ``M`` haystack keys with probability
   ``P_1 = E[F_H(s_n)^M]``, ``F_H`` the CDF of a Haar coordinate ``(1+ξ)/2 ~ Beta((d−1)/2, (d−1)/2)``
   (:func:`rank_one_probability`); once the passkey's law is the haystack's, ``P_1 = 1/(M+1)`` (chance).
@@ -44,19 +43,17 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import signal, special, stats
+from scipy import stats
 
-from .families import Householder, SO2Family, SO2Normal, SO2Uniform, StepFamily
-from .weight_laws import FarLaw, IsotropicChain, _harmonic_chi
+from .families import StepFamily
+from .overlap_laws import H_DEFAULT, far_overlap_law, haar_bins
+from .weight_laws import FarLaw
 
 __all__ = ["RetrievalControl", "CONTROLS", "expected_score", "nonmixing_share", "nonmixing_floor", "passkey_law",
            "mixed_law", "haar_bins", "rank_one_probability", "chance", "haystack_log_laplace", "expected_weight",
            "weight_moments", "skewness", "top_logit_probability", "H_DEFAULT"]
 
-H_DEFAULT = 2.0**-13
-"""Grid step of the binned SO(2) passkey law (score units)."""
 CONTROLS = ("none", "alibi", "forget-gate", "log-scaling")
-_IH_MAX = 16  # Irwin–Hall formula up to this many steps (alternating sum: rounding ~1e-10 at n = 16, 1e-5 at n = 24)
 
 
 def _unit_query(q) -> np.ndarray:
@@ -72,11 +69,31 @@ def _route(n) -> int:
     return int(n)
 
 
+def _per_plane(family: StepFamily) -> bool:
+    """Whether ``qᵀE[P_n]q = Σ_b |q_b|² Re χ_bⁿ``: commuting planes with i.i.d. steps."""
+    return bool(family.planes and getattr(family, "iid", True))
+
+
 # ---------------------------------------------------------------------------------------
 # expected score and the non-mixing planes
 # ---------------------------------------------------------------------------------------
+def _matrix_overlap(family: StepFamily, q: np.ndarray, x: np.ndarray, chi_scale: float) -> np.ndarray:
+    """``qᵀE[P_n]q`` for a law without planes or isotropy: :meth:`mean_overlap` at integer ``x``; a scaled mean or a
+    non-integer power (mutation tests) by the eigen-decomposition of ``E[M]`` (eigenvalues clipped to ``|·| ≤ 1``)."""
+    xs = np.ravel(x)
+    if chi_scale == 1.0 and np.all(xs == np.round(xs)):
+        return np.asarray(family.mean_overlap(q, xs.astype(np.int64)), dtype=float).reshape(np.shape(x))
+    ev, V = np.linalg.eig(family.theory_mean())
+    ev = ev * chi_scale
+    ev = np.where(np.abs(ev) > 1.0, ev / np.abs(ev), ev)
+    left, right = q @ V, np.linalg.solve(V, q.astype(complex))
+    return np.real(np.power.outer(ev, xs.astype(complex)).T @ (left * right)).reshape(np.shape(x))
+
+
 def expected_score(family: StepFamily, q, n, lam: float = 1.0, chi_scale: float = 1.0, exponent=None):
-    """``E[λ qᵀP_n q] = λ qᵀE[M]ⁿq`` (closed form): ``λ Σ_b |q_b|² Re χ_bⁿ`` for SO(2) blocks, ``λ(1 − γ)ⁿ|q|²`` else. (claim C3, beyond the paper; derived here)
+    """``E[λ qᵀP_n q] = λ qᵀE[M]ⁿq``: ``λ Σ_b |q_b|² Re χ_bⁿ`` for commuting planes, ``λ cⁿ|q|²`` for an isotropic law
+    (``E[M] = c·I``), ``λ qᵀE[M]ⁿq`` otherwise (``E[M]`` estimated where the law has no closed form; its radius is
+    ``λ`` :meth:`mean_overlap_radius`). (claim C3, beyond the paper; derived here)
 
     ``n``: a route length or an array of them.  ``chi_scale`` multiplies every ``χ_b`` (clipped to ``|χ| ≤ 1``) and
     ``exponent`` replaces ``n`` in the power: both exist for mutation tests (a wrong ``χ``, a window ``∝ L``).
@@ -86,27 +103,30 @@ def expected_score(family: StepFamily, q, n, lam: float = 1.0, chi_scale: float 
     x = n_arr if exponent is None else np.asarray(exponent, dtype=float)
     if np.any(n_arr < 0):
         raise ValueError(f"n (route length) must be ≥ 0, got {n!r}")
-    if isinstance(family, SO2Family):
+    if _per_plane(family):
         chi = family.chi() * chi_scale
         chi = np.where(np.abs(chi) > 1.0, chi / np.abs(chi), chi)
         w = q[0::2] ** 2 + q[1::2] ** 2
         out = lam * (w @ np.real(np.power.outer(chi, np.ravel(x)))).reshape(np.shape(x))
-    else:
-        c = min(1.0, (1.0 - family.spectral_gap) * chi_scale)
+    elif family.isotropic:
+        c0 = float(family.theory_mean()[0, 0])  # E[M] = c·I
+        c = math.copysign(min(1.0, abs(c0) * chi_scale), c0)
         out = lam * float(q @ q) * np.power(c, x)
+    else:
+        out = lam * _matrix_overlap(family, q, x, chi_scale)
     return float(out) if np.ndim(out) == 0 else out
 
 
 def nonmixing_share(family: StepFamily, q, L: int, eps: float = 0.05) -> tuple[float, int]:
     """``(Σ_{b: W_b(ε) > L} |q_b|², #planes)``: query energy in the planes that do not mix within ``L`` tokens. (claim C3, beyond the paper; derived here)
 
-    ``W_b(ε) = ⌈ln ε/ln|χ_b|⌉`` (:meth:`SO2Family.plane_windows`); O(d) families mix as a whole (share 0 when
-    ``W(ε) ≤ L``, else 1, as one "plane").
+    ``W_b(ε) = ⌈ln ε/ln|χ_b|⌉`` (:meth:`plane_windows`, laws with ``planes``); any other law mixes as a whole
+    (share 0 when ``W(ε) ≤ L``, else 1, as one "plane").
     """
     q = _unit_query(q)
     if not (0.0 < eps < 1.0):
         raise ValueError(f"eps must lie in (0, 1), got {eps!r}")
-    if isinstance(family, SO2Family):
+    if family.planes:
         slow = family.plane_windows(eps) > L
         return float(np.sum((q[0::2] ** 2 + q[1::2] ** 2)[slow])), int(slow.sum())
     slow = family.mixing_window(eps) > L
@@ -116,7 +136,7 @@ def nonmixing_share(family: StepFamily, q, L: int, eps: float = 0.05) -> tuple[f
 def nonmixing_floor(family: StepFamily, q, n, L: int, lam: float = 1.0, eps: float = 0.05):
     """``λ Σ_{b: W_b(ε) > L} |q_b|² Re χ_bⁿ``: the part of the expected passkey score carried by non-mixing planes. (claim C3, beyond the paper; derived here)"""
     q = _unit_query(q)
-    if not isinstance(family, SO2Family):
+    if not _per_plane(family):
         return expected_score(family, q, n, lam) if nonmixing_share(family, q, L, eps)[1] else 0.0 * np.asarray(n)
     slow = family.plane_windows(eps) > L
     w = np.where(slow, q[0::2] ** 2 + q[1::2] ** 2, 0.0)
@@ -127,117 +147,33 @@ def nonmixing_floor(family: StepFamily, q, n, L: int, lam: float = 1.0, eps: flo
 # ---------------------------------------------------------------------------------------
 # the law of s_n = qᵀP_n q
 # ---------------------------------------------------------------------------------------
-def _irwin_hall_cdf(y: np.ndarray, n: int) -> np.ndarray:
-    """CDF of the sum of ``n`` independent ``U(0, 1)``: ``(1/n!) Σ_{k≤y} (−1)^k C(n,k)(y − k)^n``."""
-    y = np.clip(np.asarray(y, dtype=float), 0.0, n)
-    k = np.arange(n + 1)
-    coef = (-1.0) ** k * special.comb(n, k) / math.factorial(n)
-    return np.clip(np.clip(y[..., None] - k, 0.0, None) ** n @ coef, 0.0, 1.0)
-
-
-def _folded_cdf(family: SO2Family, b: int, n: int, u: np.ndarray) -> np.ndarray:
-    """``G(u) = P(|A_{n,b}| ≤ u)`` for ``u ∈ [0, π]``, ``A_{n,b}`` the accumulated angle of plane ``b`` wrapped to ``(−π, π]``."""
-    if isinstance(family, SO2Uniform) and n <= _IH_MAX:
-        om = float(family.omegas[b])
-        F = lambda x: _irwin_hall_cdf((x + n * om) / (2 * om), n)  # noqa: E731
-        W = int(math.ceil((n * om + math.pi) / (2 * math.pi)))
-        return np.clip(sum(F(u + 2 * math.pi * w) - F(-u + 2 * math.pi * w) for w in range(-W, W + 1)), 0.0, 1.0)
-    if isinstance(family, SO2Uniform):
-        om = float(family.omegas[b])
-        J = math.ceil(max(math.sqrt(6 * 32 / n), 10 ** (13 / n)) / om)
-    elif isinstance(family, SO2Normal):
-        sg = float(np.broadcast_to(np.asarray(family.sigma, float), (family.d // 2,))[b])
-        J = math.ceil(math.sqrt(2 * 32 / n) / sg)
-    else:
-        raise ValueError(f"no passkey law for family {family.name!r} (uniform or normal plane angles only)")
-    if J > 400_000:
-        raise ValueError(f"plane {b} needs {J} harmonics at n={n}; use a coarser grid step h")
-    out = u / math.pi
-    for s in range(1, J + 1, 4096):
-        j = np.arange(s, min(J, s + 4095) + 1)
-        c = np.real(_harmonic_chi(family, j)[:, b] ** n)
-        out = out + (2 / math.pi) * (np.sin(np.outer(u, j)) @ (c / j))
-    return np.clip(out, 0.0, 1.0)
-
-
-def _split(x: float, h: float, pts_index: dict) -> None:
-    """Mass 1 at ``x`` split between the two neighbouring grid points so that the mean is kept."""
-    k = math.floor(x / h)
-    f = x / h - k
-    pts_index[k] = pts_index.get(k, 0.0) + 1.0 - f
-    pts_index[k + 1] = pts_index.get(k + 1, 0.0) + f
-
-
 def passkey_law(family: StepFamily, q, n: int, h: float = H_DEFAULT) -> tuple[np.ndarray, np.ndarray]:
     """The law of ``s_n = qᵀP_n q`` as a rule ``(points, weights)``: ``E g(s_n) ≈ Σ_k weights_k g(points_k)``. (claim C3, beyond the paper; derived here)
 
-    SO(2) blocks (uniform or normal angles): exact per-plane folded CDFs binned on the grid ``hℤ`` and convolved
-    (weights ≥ 0, sum 1; error ``O(h)``).  Lazy Haar / Haar: atom ``|q|²`` of weight ``(1 − p)ⁿ`` plus a binned
-    Haar coordinate.  Householder: the Chebyshev nodes and weights ``e_0ᵀKⁿ`` of the transport chain (signed
-    weights; accurate for smooth ``g`` only).
+    The law's own rule (:meth:`~stylized.laws.base.StepLaw.overlap_law`): planes with a continuous angle law, exact
+    per-plane folded CDFs binned on the grid ``hℤ`` and convolved (weights ≥ 0, sum 1; error ``O(h)``); lazy Haar /
+    Haar, atom ``|q|²`` of weight ``(1 − p)ⁿ`` plus a binned Haar coordinate; Householder, the Chebyshev nodes and
+    weights ``e_0ᵀKⁿ`` of the transport chain (signed weights; accurate for smooth ``g`` only).  A law without one
+    is refused (estimate it: :func:`stylized.overlap_laws.estimated_rule`).
     """
     q, n = _unit_query(q), _route(n)
     if not (0 < h <= 0.1):
         raise ValueError(f"h (grid step) must lie in (0, 0.1], got {h!r}")
-    if isinstance(family, Householder):
-        chain = IsotropicChain(family)
-        w = np.linalg.matrix_power(chain.K, n)[0]
-        return chain.nodes.copy(), w
-    if family.kind == "haar":
-        atom = (1.0 - family.p) ** n
-        pts, w = haar_bins(family.d, h)
-        pts, w = np.r_[pts, 1.0], np.r_[(1.0 - atom) * w, atom]
-        return pts, w
-    if not isinstance(family, SO2Family):
-        raise ValueError(f"no passkey law for family {family.name!r}")
-    a = q[0::2] ** 2 + q[1::2] ** 2
-    chi_n = np.real(family.chi() ** n)
-    pmf, lo, delta = np.ones(1), 0, {0: 1.0}
-    for b in range(family.n_planes):
-        if a[b] == 0:
-            continue
-        if a[b] * (1.0 - chi_n[b]) <= h / 4:  # this plane barely moves: a point mass at its mean
-            nxt: dict = {}
-            for k, v in delta.items():
-                tmp: dict = {}
-                _split(a[b] * chi_n[b], h, tmp)
-                for k2, v2 in tmp.items():
-                    nxt[k + k2] = nxt.get(k + k2, 0.0) + v * v2
-            delta = nxt
-            continue
-        m = int(math.ceil(a[b] / h))
-        j = np.arange(-m, m + 1)
-        up = np.arccos(np.clip((j + 0.5) * h / a[b], -1.0, 1.0))
-        down = np.arccos(np.clip((j - 0.5) * h / a[b], -1.0, 1.0))
-        Gd, Gu = _folded_cdf(family, b, n, down), _folded_cdf(family, b, n, up)
-        pmf = signal.fftconvolve(pmf, np.clip(Gd - Gu, 0.0, None))
-        lo -= m
-    ks = np.array(sorted(delta))
-    dm = np.array([delta[k] for k in ks])
-    full = np.convolve(pmf, np.bincount(ks - ks[0], weights=dm)) if ks.size > 1 else pmf * dm[0]
-    lo += int(ks[0])
-    full = np.clip(full, 0.0, None)
-    keep = full > 1e-300
-    pts = (lo + np.nonzero(keep)[0]) * h
-    return pts, full[keep] / full[keep].sum()
-
-
-def haar_bins(d: int, h: float = H_DEFAULT, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """A Haar coordinate ``scale·ξ`` binned on ``hℤ``: ``(points, P(bin))`` from the Beta CDF."""
-    m = int(math.ceil(scale / h))
-    j = np.arange(-m, m + 1)
-    e = np.clip(np.r_[j - 0.5, m + 0.5] * h / scale, -1.0, 1.0)
-    beta = stats.beta((d - 1) / 2.0, (d - 1) / 2.0)
-    w = np.diff(beta.cdf((1.0 + e) / 2.0))
-    return j * h, w / w.sum()
+    rule = family.overlap_law(q, n, h)
+    if rule is None:
+        raise ValueError(f"no passkey law for family {family.name!r}: its law of qᵀP_n q has no closed form "
+                         "(overlap_law); estimate it (stylized.overlap_laws.estimated_rule)")
+    return rule[0], rule[1]
 
 
 def mixed_law(family: StepFamily, q, h: float = H_DEFAULT) -> tuple[np.ndarray, np.ndarray]:
-    """The post-mixing law of ``s = qᵀPq`` (route ``≫ W``) binned on ``hℤ``: uniform phases (SO(2)) or a Haar coordinate."""
+    """The post-mixing law of ``s = qᵀPq`` (route ``≫ W``) binned on ``hℤ``: uniform phases (planes) or a Haar coordinate
+    (isotropic), for a law that declares ``mixes_to_uniform`` (:func:`stylized.overlap_laws.far_overlap_law`)."""
     q = _unit_query(q)
-    if isinstance(family, SO2Family):
-        return passkey_law(SO2Uniform(d=family.d, omega=math.pi), q, 1, h)  # θ ~ U(−π, π): uniform phases
-    return haar_bins(family.d, h, float(q @ q))
+    rule = far_overlap_law(family, q, h)
+    if rule is None:
+        raise ValueError(f"no post-mixing law for family {family.name!r}: it does not declare mixes_to_uniform")
+    return rule
 
 
 # ---------------------------------------------------------------------------------------

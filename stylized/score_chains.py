@@ -12,7 +12,13 @@ equal ``k`` (the far copies of the target key in the score-gap check).  Every st
   ``Q = H_0 H_1 ⋯ H_{d−2} S`` — Householder QR of a Gaussian matrix, column ``c``'s trailing part a fresh
   ``N(0, I_{d−c})`` (it is, after the earlier reflections, by rotation invariance), ``S`` the signs that make
   ``R``'s diagonal positive (Stewart 1980; Mezzadri 2007) — applied as ``Qᵀu`` without being stored:
-  ``d(d+1)/2`` normals and ``O(d²)`` per Haar step.  No exact-law shortcut anywhere.
+  ``d(d+1)/2`` normals and ``O(d²)`` per Haar step.  No exact-law shortcut anywhere;
+* any other law (``cayley``, a user's law): its own draws ``M_t`` (:meth:`~stylized.laws.base.StepLaw.sample`),
+  applied by its :meth:`~stylized.laws.base.StepLaw.apply` (the generic walk
+  :meth:`~stylized.laws.base.StepLaw.walk_scores`).
+
+Householder and Haar steps work in every dimension ``d ≥ 2``, odd included; only the SO(2) planes need
+an even ``d``.
 
 The reflection ``u − β w (w·u)`` is :func:`stylized.transport.beta_step` in the namespace twins and
 :func:`stylized.kernels.beta_step_nb` in the fused Numba kernels, which lay each unnormalised reflection
@@ -23,7 +29,9 @@ Numba kernels (``*_numba``) draw from the counter streams of :mod:`stylized.coun
 uses key ``t`` of ``SeedSequence(seed)``), so results do not depend on threads; :func:`counter_normals`
 and :func:`counter_uniforms` rebuild those draws in NumPy for the exact tests.  The namespace twins
 (``*_xp``, NumPy or CuPy) take the draws from callables — a Generator on the ``numpy``/``cupy``
-backends, the rebuilt counter draws in tests — vectorised over trials.  :func:`score_chains` picks one.
+backends, the rebuilt counter draws in tests — vectorised over trials.  :func:`score_chains` asks the law
+(:meth:`~stylized.laws.base.StepLaw.score_chains`): each built-in calls :func:`householder_chains`,
+:func:`haar_chains` or :func:`so2_chains`, which pick the kernel or the twin by backend.
 
 Example
 -------
@@ -51,11 +59,11 @@ from .counter_rng import (
     unit_from_high,
     unit_from_high_np,
 )
-from .families import SO2Normal, SO2Uniform, as_generator
+from .families import as_generator
 from .kernels import beta_step_nb, dot_nb, renormalize_phases
 from .transport import beta_step
 
-__all__ = ["score_chains", "householder_chain_scores", "so2_chain_scores", "haar_chain_scores",
+__all__ = ["score_chains", "householder_chains", "haar_chains", "so2_chains", "householder_chain_scores", "so2_chain_scores", "haar_chain_scores",
            "householder_scores_xp", "so2_scores_xp", "haar_scores_xp", "haar_apply_transpose",
            "counter_normals", "counter_uniforms", "BERNOULLI_OFFSET"]
 
@@ -273,24 +281,67 @@ def haar_scores_xp(q, k, N: int, p: float, haar_step, normals):
 
 
 # ---------------------------------------------------------------------------------------
-# dispatch
+# chain samplers of the built-in laws (called from their StepLaw.score_chains overrides)
 # ---------------------------------------------------------------------------------------
-def _so2_params(family):
-    B = family.d // 2
-    if isinstance(family, SO2Normal):
-        return True, np.broadcast_to(np.asarray(family.mu, float), (B,)).copy(), \
-            np.broadcast_to(np.asarray(family.sigma, float), (B,)).copy()
-    if isinstance(family, SO2Uniform):
-        return False, np.zeros(B), family.omegas
-    raise ValueError(f"family {family.name!r} has no chain sampler (uniform or normal plane angles, householder, Haar kind)")
+def _keys(seed, size: int) -> np.ndarray:
+    return stream_keys(seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed), size)
+
+
+def _xp_rng(seed, backend: str):
+    return array_namespace(backend), xp_generator(backend, as_generator(np.random.default_rng(seed)))
+
+
+def householder_chains(q: np.ndarray, k: np.ndarray, N: int, size: int, seed, backend: str) -> np.ndarray:
+    """Reflection chains ``M = I − 2wwᵀ``, ``w = g/|g|`` (any ``d ≥ 2``): the Numba counter-stream kernel
+    :func:`householder_chain_scores` (``backend="numba"``), else the twin :func:`householder_scores_xp`."""
+    if backend == "numba":
+        return householder_chain_scores(_keys(seed, size), q, k, N)
+    xp, xrng = _xp_rng(seed, backend)
+    d = q.shape[0]
+    return to_numpy(householder_scores_xp(xp.asarray(q), xp.asarray(k), N, lambda s, m: xrng.standard_normal((size, m, d))))
+
+
+def haar_chains(q: np.ndarray, k: np.ndarray, N: int, size: int, seed, backend: str, p: float) -> np.ndarray:
+    """Lazy Haar (``p < 1``) or Haar (``p = 1``) chains, each Haar step a full Haar matrix (any ``d ≥ 2``):
+    :func:`haar_chain_scores` (``backend="numba"``), else the twin :func:`haar_scores_xp`."""
+    p = float(p)
+    if backend == "numba":
+        return haar_chain_scores(_keys(seed, size), q, k, N, p)
+    xp, xrng = _xp_rng(seed, backend)
+    d = q.shape[0]
+    return to_numpy(haar_scores_xp(xp.asarray(q), xp.asarray(k), N, p, lambda n: xrng.random(size) < p,
+                                   lambda n, rows: xrng.standard_normal((rows.shape[0], d * (d + 1) // 2))))
+
+
+def so2_chains(q: np.ndarray, k: np.ndarray, N: int, size: int, seed, backend: str, normal: bool, loc: np.ndarray,
+               scale: np.ndarray) -> np.ndarray:
+    """SO(2) plane chains (even ``d``): angles ``θ_b = scale_b(2u − 1)`` (uniform) or ``loc_b + scale_b g``
+    (``normal``); :func:`so2_chain_scores` (``backend="numba"``), else the twin :func:`so2_scores_xp`.
+    ``s_n = Σ_b cos A_{n,b} dot_b + sin A_{n,b} cross_b`` with the per-plane ``dot_b``, ``cross_b`` of ``q``, ``k``."""
+    dot = q[0::2] * k[0::2] + q[1::2] * k[1::2]
+    cross = q[1::2] * k[0::2] - q[0::2] * k[1::2]
+    if backend == "numba":
+        return so2_chain_scores(_keys(seed, size), normal, loc, scale, dot, cross, N)
+    xp, xrng = _xp_rng(seed, backend)
+    B = q.shape[0] // 2
+    locx, scalex = xp.asarray(loc), xp.asarray(scale)
+    if normal:
+        def angles(s, m):
+            return locx + scalex * xrng.standard_normal((size, m, B))
+    else:
+        def angles(s, m):
+            return scalex * xrng.uniform(-1.0, 1.0, size=(size, m, B))
+    return to_numpy(so2_scores_xp(xp.asarray(dot), xp.asarray(cross), N, angles))
 
 
 def score_chains(family, N: int, size: int, seed=0, q: np.ndarray | None = None, k: np.ndarray | None = None,
                  backend: str = "numba") -> np.ndarray:
     """``(size, N)`` host array of ``s_n = qᵀ P_n k``, ``n = 0 … N−1``, one independent chain per row.
 
-    ``q`` defaults to the equal-energy query ``1/√d``, ``k`` to ``q``.  ``backend="numba"``: the counter-stream
-    kernels (``seed`` keys the trials); ``numpy``/``cupy``: the namespace twins with a Generator seeded from ``seed``.
+    ``q`` defaults to the equal-energy query ``1/√d``, ``k`` to ``q``.  The law draws its own chains
+    (:meth:`stylized.laws.base.StepLaw.score_chains`): the built-ins run the counter-stream kernels here
+    (``backend="numba"``; ``seed`` keys the trials) or their namespace twins (``numpy``/``cupy``, a Generator
+    seeded from ``seed``); any other law walks ``u_{n+1} = M_{n+1}ᵀ u_n`` on its own draws.
     """
     d = family.d
     q = np.full(d, 1.0 / math.sqrt(d)) if q is None else np.ascontiguousarray(q, dtype=float)
@@ -298,32 +349,6 @@ def score_chains(family, N: int, size: int, seed=0, q: np.ndarray | None = None,
     N, size = int(N), int(size)
     if N < 1 or size < 1:
         raise ValueError(f"N and size must be ≥ 1, got N={N}, size={size}")
-    dot = q[0::2] * k[0::2] + q[1::2] * k[1::2]
-    cross = q[1::2] * k[0::2] - q[0::2] * k[1::2]
-    if backend == "numba":
-        keys = stream_keys(seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed), size)
-        if family.kind == "householder":
-            return householder_chain_scores(keys, q, k, N)
-        if family.kind == "haar":
-            return haar_chain_scores(keys, q, k, N, float(family.p))
-        normal, loc, scale = _so2_params(family)
-        return so2_chain_scores(keys, normal, loc, scale, dot, cross, N)
-    xp = array_namespace(backend)
-    xrng = xp_generator(backend, as_generator(np.random.default_rng(seed)))
-    if family.kind == "householder":
-        out = householder_scores_xp(xp.asarray(q), xp.asarray(k), N, lambda s, m: xrng.standard_normal((size, m, d)))
-    elif family.kind == "haar":
-        p = float(family.p)
-        out = haar_scores_xp(xp.asarray(q), xp.asarray(k), N, p, lambda n: xrng.random(size) < p,
-                             lambda n, rows: xrng.standard_normal((rows.shape[0], d * (d + 1) // 2)))
-    else:
-        normal, loc, scale = _so2_params(family)
-        locx, scalex = xp.asarray(loc), xp.asarray(scale)
-        if normal:
-            def angles(s, m):
-                return locx + scalex * xrng.standard_normal((size, m, d // 2))
-        else:
-            def angles(s, m):
-                return scalex * xrng.uniform(-1.0, 1.0, size=(size, m, d // 2))
-        out = so2_scores_xp(xp.asarray(dot), xp.asarray(cross), N, angles)
-    return to_numpy(out)
+    if q.shape != (d,) or k.shape != (d,):
+        raise ValueError(f"q and k must have shape ({d},), got {q.shape} and {k.shape}")
+    return np.asarray(family.score_chains(N, size, seed, q, k, backend))

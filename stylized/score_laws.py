@@ -15,7 +15,13 @@
   :func:`gil_pelaez_cdf` is the slow independent reference (inversion of ``φ`` by quadrature).
 * :func:`max_mgf_bound`: ``E[max_{j≤M} s_j] ≤ min_β (ln M + ln E e^{βs})/β`` for *any* dependence
   between ``M`` scores with this marginal (Jensen), the bound behind the score-gap check.
-* :func:`far_score_law`: the law a family's far score tends to.
+* :func:`far_score_law`: the law a family's far score tends to, asked of the law
+  (:meth:`stylized.laws.base.StepLaw.far_score_law`): one of the two closed forms, or an
+  :class:`~stylized.score_reference.EstimatedScoreLaw` (a Monte Carlo reference, labelled *estimated*).
+
+Every score law answers the same questions of a check: ``cdf``, ``sf``, ``mgf``, ``log_mgf``, ``ks_test``,
+``sf_interval`` / ``mgf_interval`` / ``log_mgf_upper`` (zero width for a closed form), ``tail_bound`` (Lévy
+or Hoeffding; ``None`` for an estimated law), ``has_density`` and ``theory_kind``.
 
 Example
 -------
@@ -33,13 +39,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy import integrate, optimize, special
+from scipy import integrate, optimize, special, stats
 
 from ._broadcast import broadcasting
-from .bounds import haar_coordinate_cdf, haar_coordinate_pdf, haar_coordinate_tail
+from .bounds import haar_coordinate_cdf, haar_coordinate_pdf, haar_coordinate_tail, hoeffding_tail, levy_tail
 from .options import arg_int, arg_real
+from .score_reference import EstimatedScoreLaw, estimated_far_score_law
 
-__all__ = ["HaarCoordinate", "UniformPhaseSum", "far_score_law", "gil_pelaez_cdf", "max_mgf_bound",
+__all__ = ["HaarCoordinate", "UniformPhaseSum", "EstimatedScoreLaw", "far_score_law", "estimated_far_score_law", "gil_pelaez_cdf", "max_mgf_bound",
            "haar_mgf", "haar_log_mgf", "uniform_phase_mgf", "uniform_phase_log_mgf", "haar_expected_max",
            "jacobi_nodes"]
 
@@ -144,14 +151,38 @@ def jacobi_nodes(n: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     return x, w / w.sum()
 
 
+class _ClosedForm:
+    """What a check asks of a closed-form score law: exact values, zero-width intervals."""
+
+    theory_kind = "closed form"
+
+    def ks_test(self, scores):
+        """One-sample KS test of ``scores`` against the exact CDF."""
+        return stats.kstest(scores, self.cdf)
+
+    def sf_interval(self, t: float) -> tuple[float, float]:
+        v = float(self.sf(t))
+        return v, v
+
+    def mgf_interval(self, lam: float) -> tuple[float, float]:
+        v = float(self.mgf(lam))
+        return v, v
+
+    def log_mgf_upper(self, lam: float) -> float:
+        """``ln E[e^{λs}]`` itself (exact)."""
+        return self.log_mgf(lam)
+
+
 @dataclass(frozen=True)
-class HaarCoordinate:
+class HaarCoordinate(_ClosedForm):
     """(claim C2, *derived*) ``s = scale·x``, ``x`` one coordinate of a uniform point on ``S^{d−1}``: ``(1+x)/2 ~ Beta((d−1)/2, (d−1)/2)``."""
 
     d: int
     scale: float = 1.0
 
     name = "haar"
+    tail_bound_name = "Lévy"
+    has_density = True
 
     def __post_init__(self):
         if isinstance(self.d, bool) or not isinstance(self.d, (int, np.integer)) or self.d < 2:
@@ -185,9 +216,17 @@ class HaarCoordinate:
     def variance(self) -> float:
         return self.scale**2 / self.d
 
+    def tail_bound(self, t) -> np.ndarray:
+        """Lévy: ``P(s ≥ t) ≤ exp(−d (t/scale)²/2)`` (:func:`stylized.bounds.levy_tail`).
+
+        A ``scale`` within 8 ulps of 1 (``|q||k|`` of unit vectors, rounded) is taken as 1: the bound moves
+        by at most ~1e-15 relative, and the unit law's bound is the one the checks have always reported."""
+        unit = abs(self.scale - 1.0) <= 8 * np.finfo(float).eps
+        return levy_tail(np.asarray(t, dtype=float) if unit else self._x(t), self.d)
+
 
 @dataclass(frozen=True)
-class UniformPhaseSum:
+class UniformPhaseSum(_ClosedForm):
     """(claim C2, *quoted* law; CDF series *derived here*) ``s = Σ_b a_b cos U_b`` with independent ``U_b ~ U(0, 2π)``: the SO(2) far-score law.
 
     ``tol`` bounds the truncation error of the CDF series (absolute, at every ``x``).
@@ -197,6 +236,7 @@ class UniformPhaseSum:
     tol: float = 1e-10
 
     name = "uniform-phase"
+    tail_bound_name = "Hoeffding"
 
     def __post_init__(self):
         a = np.abs(np.asarray(self.a, dtype=float)).ravel()
@@ -212,6 +252,15 @@ class UniformPhaseSum:
     @property
     def variance(self) -> float:
         return float(np.sum(np.square(self.a)) / 2.0)
+
+    @property
+    def has_density(self) -> bool:
+        """The density series (:meth:`pdf`) needs four planes or more."""
+        return len(self.a) >= 4
+
+    def tail_bound(self, t) -> np.ndarray:
+        """Hoeffding: ``P(s ≥ t) ≤ exp(−t²/(2Σ_b a_b²))`` (:func:`stylized.bounds.hoeffding_tail`)."""
+        return hoeffding_tail(np.asarray(t, dtype=float), np.asarray(self.a))
 
     def cf(self, t) -> np.ndarray:
         """Characteristic function ``φ(t) = Π_b J₀(a_b t)`` (real and even)."""
@@ -357,9 +406,8 @@ def max_mgf_bound(M: int, log_mgf) -> float:
 
 
 def far_score_law(family, q: np.ndarray, k: np.ndarray):
-    """(claims C2, C3, *derived*) The law of ``qᵀ P k`` once the route has mixed: :class:`UniformPhaseSum` with ``a_b = |q_b||k_b|``
-    for SO(2) families, :class:`HaarCoordinate` ``(d, |q||k|)`` for O(d) families."""
-    q, k = np.asarray(q, dtype=float), np.asarray(k, dtype=float)
-    if family.kind == "so2":
-        return UniformPhaseSum(tuple(np.hypot(q[0::2], q[1::2]) * np.hypot(k[0::2], k[1::2])))
-    return HaarCoordinate(int(family.d), float(np.linalg.norm(q) * np.linalg.norm(k)))
+    """(claims C2, C3, *derived*) The law of ``qᵀ P k`` once the route has mixed, asked of the law
+    (:meth:`stylized.laws.base.StepLaw.far_score_law`): :class:`HaarCoordinate` ``(d, |q||k|)`` for isotropic
+    orthogonal laws, :class:`UniformPhaseSum` with ``a_b = |q_b||k_b|`` for equidistributing SO(2) planes, else
+    an :class:`EstimatedScoreLaw` (Monte Carlo reference past the window)."""
+    return family.far_score_law(q, k)

@@ -5,7 +5,7 @@ Scores are ``s = qᵀ P_{j→i} k`` with unit ``q``, ``k`` and ``P_{j→i} = M_i
 
 * samplers of the post-mixing laws (Haar coordinate, uniform phases; their closed forms —
   CDFs, moment generating functions — live in :mod:`stylized.score_laws`, re-exported here);
-* :func:`far_scores`: transported scores ``qᵀ P_n k`` sampled by the family's structure (any family);
+* :func:`far_scores`: transported scores ``qᵀ P_n k`` sampled by the law's own walk (any law);
 * :func:`so2_pair_correlation`: ``E[cos(A_{j→i,b})]`` averaged over *every* pair ``(j, i)`` at route
   length ``n`` inside one context, by FFT autocorrelation of ``e^{iC_t}`` (``C_t`` cumulative angles);
 * :func:`householder_window_sums`: ``Σ_i qᵀ P_{i−n→i} q`` over queries at a stride grid of one context;
@@ -43,7 +43,7 @@ from .context_sweep import (  # noqa: F401  (re-exported: the sweep's home is co
     transport_context_xp,
 )
 from .estimators import Estimate, proportion_ci
-from .families import Householder, SO2Family, StepFamily, as_generator
+from .families import Householder, StepFamily, as_generator
 from .kernels import beta_step_nb
 from .sampling import XP_CHUNK_ELEMENTS, _sample_overlaps_xp, haar_coordinates
 from .score_laws import haar_expected_max, haar_mgf, uniform_phase_mgf
@@ -107,20 +107,22 @@ def uniform_phase_scores(a: np.ndarray, size: int, random_state=None, backend: s
 
 
 def far_law_name(family: StepFamily) -> str:
-    """``"haar"`` (O(d)-mixing families) or ``"uniform-phase"`` (SO(2) blocks): the law a far score tends to."""
-    return "uniform-phase" if family.kind == "so2" else "haar"
+    """The law a far score tends to, by the law's declared capabilities
+    (:attr:`~stylized.laws.base.StepLaw.post_mixing_law`): ``"haar"`` (isotropic orthogonal laws),
+    ``"uniform-phase"`` (equidistributing SO(2) planes) or ``"estimated"`` (a Monte Carlo reference)."""
+    return family.post_mixing_law
 
 
 def far_scores(family: StepFamily, n: int, size: int, random_state=None, backend: str = "numba",
-               q: np.ndarray | None = None, k: np.ndarray | None = None, chunk: int = 256) -> np.ndarray:
-    """``size`` samples of ``s = qᵀ P_n k`` (``n`` i.i.d. steps), memory ``O(chunk·n·d)``.
+               q: np.ndarray | None = None, k: np.ndarray | None = None, chunk: int | None = None) -> np.ndarray:
+    """``size`` samples of ``s = qᵀ P_n k`` (``n`` i.i.d. steps), drawn by the law's own walk
+    (:meth:`~stylized.laws.base.StepLaw.walk_scores`), ``chunk`` trials at a time (default: all at once).
 
     ``q`` defaults to the equal-energy query ``1/√d``; ``k`` defaults to ``q`` (the target key, so that
-    ``s = 1`` at ``n = 0``).  SO(2): the accumulated angle is the sum of the ``n`` plane angles.
-    Householder: ``n`` reflections (Numba kernel).  Haar kind: exact law — ``qᵀk`` if no Haar step
-    happened (probability ``(1 − p)^n``), else one coordinate of a uniform point.
-    ``backend="cupy"``: the same laws on the device, all trials at once with the steps walked in blocks
-    (:func:`stylized.sampling._sample_overlaps_xp` with ``k``); returns a host array.
+    ``s = 1`` at ``n = 0``).  SO(2): the accumulated plane angles; Householder: ``n`` rank-one reflections;
+    (lazy) Haar: the exact law — ``qᵀk`` if no Haar step happened (probability ``(1 − p)^n``), else
+    ``|q||k|`` times one coordinate of a uniform point; any other law: its steps applied one by one.
+    ``backend="cupy"``: the same walk on the device (``numba`` walks with NumPy); returns a host array.
     """
     rng = as_generator(random_state)
     d = family.d
@@ -131,26 +133,12 @@ def far_scores(family: StepFamily, n: int, size: int, random_state=None, backend
         raise ValueError(f"n must be ≥ 0, got {n}")
     if n == 0:
         return np.full(size, float(q @ k))
-    if backend == "cupy":
-        xp = array_namespace("cupy")
-        return to_numpy(_sample_overlaps_xp(family, np.array([n]), size, xp_generator("cupy", rng), xp, q, k=k)[:, 0])
+    xp, xrng = array_namespace(backend), xp_generator(backend, rng)
+    step = max(1, size if chunk is None else int(chunk))
     out = np.empty(size)
-    if family.kind == "haar":
-        hit = rng.random(size) >= (1.0 - getattr(family, "p", 1.0)) ** n
-        a = (d - 1) / 2.0
-        out[:] = np.where(hit, 2.0 * rng.beta(a, a, size) - 1.0, q @ k)
-        return out
-    if isinstance(family, SO2Family):
-        dot, cross = plane_dot_cross(q, k)
-    for s in range(0, size, chunk):
-        e = min(size, s + chunk)
-        if isinstance(family, SO2Family):
-            A = family.rvs((e - s) * n, rng).reshape(e - s, n, d // 2).sum(axis=1)
-            out[s:e] = np.cos(A) @ dot + np.sin(A) @ cross
-        else:  # householder
-            g = rng.standard_normal((e - s, n, d))
-            f = householder_chain_scores_numba if backend == "numba" else householder_chain_scores_numpy
-            out[s:e] = f(g, q, k)
+    for s in range(0, size, step):
+        m = min(step, size - s)
+        out[s : s + m] = to_numpy(_sample_overlaps_xp(family, np.array([n]), m, xrng, xp, q, k=k))[:, 0]
     return out
 
 
@@ -239,8 +227,8 @@ def householder_window_sums_numba(w, q, stride, nmax):
 
 
 def haar_window_sums(mask, rng, d: int, stride: int, nmax: int, qk: float = 1.0, block: int = 512) -> tuple:
-    """Haar kind, exact law: ``qᵀ P_{i−n→i} q = qᵀq`` until the first Haar step back from ``i``, then a
-    fresh Haar coordinate at every Haar step (independent per query: the marginal law is exact).
+    """(Lazy) Haar steps, exact law for a unit query: ``qᵀ P_{i−n→i} q = qᵀq`` until the first Haar step back
+    from ``i``, then a fresh Haar coordinate at every Haar step (independent per query: the marginal law is exact).
 
     ``mask`` ``(..., L)`` Haar-step mask (NumPy or CuPy; leading axes are independent contexts) and
     ``rng`` a Generator of the same namespace; ``block`` query positions per pass.  Returns ``sums``

@@ -16,7 +16,7 @@ module                  closed forms                                            
                         the forget gate's mean factor, the transfer model
 :mod:`.value_theory`    finite-``M`` interference, the noncommutative (tilt) floor   C5
 :mod:`.retrieval`       a passkey among far keys: its score, rank-1 rate, weight,    C3 (beyond the paper)
-                        the non-mixing planes' share, under ALiBi / gate / log-scale
+                        the non-mixing planes' share, under ALiBi/gate/log-scale
 ======================  ==========================================================  =========================
 
 :data:`CLAIMS` maps every name to its claim and to whether the formula is *quoted* from the paper or

@@ -13,8 +13,9 @@ unit reflection vectors (Householder), a Haar-step mask (exact law) or dense Haa
 * :func:`transported_queries`, :func:`transported_sum`: the same for one context given by position
   (``steps[t] = M_t``, query at ``L−1``), via :func:`stylized.transport_reference.position_to_route`.
 
-The engine's ``family`` argument is a step family or just its kind (``"so2"``, ``"householder"``,
-``"haar"``).  Every function takes the namespace of its array arguments (NumPy, or CuPy on a GPU), so ``numpy``
+The engine's ``family`` argument is a step law (:class:`stylized.laws.base.StepLaw`): the engine asks it
+(:meth:`~stylized.laws.base.StepLaw.route_queries`, :meth:`~stylized.laws.base.StepLaw.route_sum`, …) and never
+its name or kind.  Every function takes the namespace of its array arguments (NumPy, or CuPy on a GPU), so ``numpy``
 is this path with ``xp = numpy``.  The oracle is the dense product in
 :mod:`stylized.transport_reference`; every path here and every Numba kernel is tested against it.
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .families import StepFamily
+from .laws.base import StepLaw as StepFamily
 
 __all__ = ["route_product", "route_products", "position_to_route", "dense_route_steps", "reference_scores",
            "reference_sum"]

@@ -27,12 +27,17 @@ from scipy.special import ive
 
 from ._broadcast import broadcasting
 from .backend import namespace_of
-from .families import SO2Family, StepFamily, TokenAngles
+from .families import StepFamily
 from .options import arg_int, arg_real, arg_reals
 from .score_laws import jacobi_nodes
 
 __all__ = [
     "correlation_pairs",
+    "has_correlation_pairs",
+    "lag_correlations",
+    "lag_radius",
+    "toeplitz_form",
+    "qkv_interference_radius",
     "coherent_sum",
     "qkv_interference_theory",
     "qkv_asymptote",
@@ -45,25 +50,83 @@ __all__ = [
 ]
 
 
+def _iid(family: StepFamily) -> bool:
+    """Whether the steps are i.i.d. (a law with dependent steps, e.g. a Markov token chain, declares ``iid = False``)."""
+    return bool(getattr(family, "iid", True))
+
+
+def _unit(b: np.ndarray) -> np.ndarray:
+    b = np.asarray(b, dtype=float)
+    nb = float(b @ b)
+    if nb <= 0:
+        raise ValueError("b (the shared background) must be non-zero")
+    return b / np.sqrt(nb)
+
+
+def _scalar_mean(family: StepFamily) -> float | None:
+    """``c`` when the theory's ``E[M]`` (:meth:`StepLaw.theory_mean`, exact or estimated) is ``c·I``, else ``None``."""
+    mean = family.theory_mean()
+    c = float(mean[0, 0])
+    return c if np.allclose(mean, c * np.eye(family.d)) else None
+
+
+def has_correlation_pairs(family: StepFamily) -> bool:
+    """Whether ``b̂ᵀE[P_m]b̂`` is a short sum ``Σ_r w_r Re z_r^m`` (:func:`correlation_pairs`): i.i.d. steps with
+    commuting planes (``planes``: ``z_r = χ_b``) or a scalar mean ``E[M] = c·I``."""
+    return _iid(family) and (family.planes or family.isotropic or _scalar_mean(family) is not None)
+
+
 def correlation_pairs(family: StepFamily, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(claim C5, *quoted*: ``Σ_b ||b_b||² Re χ_b^m`` for SO(2)) Weights ``w`` and ratios ``z`` with ``bᵀE[M]^m b / ||b||² = Σ_r w_r Re z_r^m``.
 
-    SO(2): ``w_b = ||b_b||²/||b||²`` and ``z_b = χ_b`` per plane (equal ``χ`` merged).
-    Other families have ``E[M] = c I``: one pair ``(1, c)``.
+    Commuting planes (``planes``): ``w_b = ||b_b||²/||b||²`` and ``z_b = χ_b`` per plane (equal ``χ`` merged).
+    A scalar mean ``E[M] = c I`` (isotropic laws; exact or estimated, :meth:`StepLaw.theory_mean`): one pair
+    ``(1, c)``.  Other laws (and dependent steps) have no pairs: :func:`lag_correlations` is their form.
     """
     b = np.asarray(b, dtype=float)
     nb = float(b @ b)
     if nb <= 0:
         raise ValueError("b (the shared background) must be non-zero")
-    if isinstance(family, SO2Family):
+    if not _iid(family):
+        raise ValueError(f"family {family.name!r}: its steps are not i.i.d. (E[P_m] ≠ E[M]^m); use lag_correlations")
+    if family.planes:
         w = (b[0::2] ** 2 + b[1::2] ** 2) / nb
         z, inv = np.unique(np.round(family.chi(), 15), return_inverse=True)
         return np.bincount(inv.ravel(), weights=w, minlength=z.size), z.astype(complex)
-    mean = family.mean()
-    c = float(mean[0, 0])
-    if not np.allclose(mean, c * np.eye(family.d)):
-        raise ValueError(f"family {family.name!r}: E[M] is not a multiple of I; give its correlation pairs")
+    c = _scalar_mean(family)
+    if c is None:
+        raise ValueError(f"family {family.name!r}: E[M] is not a multiple of I; use lag_correlations")
     return np.ones(1), np.array([c], dtype=complex)
+
+
+def lag_correlations(family: StepFamily, b: np.ndarray, M: int) -> np.ndarray:
+    """(claim C5, *derived*) ``c_m = b̂ᵀE[P_m]b̂`` for ``m = 0 … M−1`` from the law's :meth:`StepLaw.mean_overlap`
+    (exact where the law knows ``E[P_m]``, from the estimated ``E[M]`` otherwise): the form of every law."""
+    return np.asarray(family.mean_overlap(_unit(b), np.arange(int(M))), dtype=float).reshape(int(M))
+
+
+def lag_radius(family: StepFamily, b: np.ndarray, M: int) -> np.ndarray:
+    """95% bounds on the errors of :func:`lag_correlations` from an estimated ``E[M]``
+    (:meth:`StepLaw.mean_overlap_radius`; ``0`` at lag 0 and for a closed form)."""
+    r = np.asarray(family.mean_overlap_radius(_unit(b), np.arange(int(M))), dtype=float).reshape(int(M)).copy()
+    r[:1] = 0.0
+    return r
+
+
+def toeplitz_form(a, c: np.ndarray):
+    """``Σ_{j,k} a_j a_k c_{|j−k|}`` for each row of ``a`` (``(T, M)``): the plug-in ``ᾱᵀCᾱ`` of any law,
+    ``O(T·M²)`` (array-namespace generic: ``c`` is moved to the device of ``a``)."""
+    xp = namespace_of(a)
+    M = a.shape[-1]
+    lag = np.abs(np.subtract.outer(np.arange(M), np.arange(M)))
+    C = xp.asarray(np.asarray(c, dtype=float)[lag])
+    return xp.einsum("tj,tj->t", a @ C, a)
+
+
+def _coherent_lags(c: np.ndarray, M: int) -> float:
+    """``(1/M²) Σ_{j,k<M} c_{|j−k|}`` = ``(M c_0 + 2 Σ_{m≥1} (M − m) c_m)/M²``."""
+    m = np.arange(1, M)
+    return float(M * c[0] + 2.0 * (c[1:M] @ (M - m).astype(float))) / M**2
 
 
 def coherent_sum(z: complex | np.ndarray, M: int) -> np.ndarray:
@@ -90,17 +153,34 @@ def qkv_interference_theory(family: StepFamily, b: np.ndarray, M: int, noise: fl
     """Finite-``M`` far interference of QKV (claim C5, *derived*): exact ``E||F_QKV||²/(ρ_D²||b||²)`` for ``M``
     equal-weight far sources (i.i.d. steps); broadcasts over ``M`` and ``noise``.
 
-    ``(1/M²) Σ_r w_r Re S(z_r, M) + σ² d / (M ||b||²)``; see the module docstring.
+    ``(1/M²) Σ_r w_r Re S(z_r, M) + σ² d / (M ||b||²)``; see the module docstring.  Laws without
+    :func:`correlation_pairs`: ``(1/M²) Σ_{j,k} c_{|j−k|}`` over :func:`lag_correlations` (exact for dependent
+    stationary steps too, ``c_m = b̂ᵀE[P_m]b̂``).  With an estimated ``E[M]`` the value is estimated;
+    :func:`qkv_interference_radius` is its 95% radius.
     """
-    w, z = correlation_pairs(family, b)
-    coh = float(np.real(coherent_sum(z, M)) @ w) / M**2
+    if has_correlation_pairs(family):
+        w, z = correlation_pairs(family, b)
+        coh = float(np.real(coherent_sum(z, M)) @ w) / M**2
+    else:
+        coh = _coherent_lags(lag_correlations(family, b, M), M)
     return coh + noise**2 * family.d / (M * float(np.dot(b, b)))
+
+
+def qkv_interference_radius(family: StepFamily, b: np.ndarray, M: int) -> float:
+    """95% radius of :func:`qkv_interference_theory` from an estimated ``E[M]``: ``(2/M²) Σ_{m≥1} (M − m) r_m``
+    with ``r_m`` the lag bounds of :func:`lag_radius` (``0`` for a closed form)."""
+    M = int(M)
+    if family.mean_radius == 0.0 or M < 2:
+        return 0.0
+    return _coherent_lags(lag_radius(family, b, M), M)
 
 
 def qkv_asymptote(family: StepFamily, b: np.ndarray, M: int, noise: float = 0.0) -> float | None:
     """Large-``M`` form (claim C5, *quoted*: the paper's ``(1 + χ)/((1 − χ)M)``)
     ``Σ_r w_r Re[(1+z_r)/(1−z_r)]/M + σ²d/(M||b||²)`` (an approximation of
-    :func:`qkv_interference_theory`; ``None`` when some ``z_r = 1``: no decay)."""
+    :func:`qkv_interference_theory`; ``None`` when some ``z_r = 1``: no decay, or without correlation pairs)."""
+    if not has_correlation_pairs(family):
+        return None
     w, z = correlation_pairs(family, b)
     if np.any(np.abs(1 - z) < 1e-12):
         return None
@@ -189,15 +269,18 @@ def torus_tilt_floor(b: np.ndarray, lam: float) -> float:
 def tilt_floor(family: StepFamily, b: np.ndarray, lam: float) -> float | None:
     """(claim C5, *derived here*) The ``M → ∞`` coherent floor of ``r_QKV`` with query and far keys ``= b̂`` (softmax scale ``λ``).
 
-    :func:`torus_tilt_floor` for SO(2) angle laws with a density (uniform, normal, RoPE-random);
-    :func:`haar_tilt_floor` for Householder, lazy Haar and Haar steps (their long routes are uniform
-    on the sphere); ``None`` for token tables (their angle walk need not equidistribute).
+    Laws whose long routes carry ``b̂`` to the uniform law on its orbit (:attr:`StepLaw.mixes_to_uniform`):
+    :func:`torus_tilt_floor` for commuting planes (angle laws with a density: uniform, normal, RoPE-random),
+    :func:`haar_tilt_floor` for isotropic laws (Householder, lazy Haar, Haar, Cayley: uniform on the sphere);
+    ``None`` otherwise (token tables: their angle walk need not equidistribute).
     """
-    if isinstance(family, TokenAngles):
+    if not family.mixes_to_uniform:
         return None
-    if isinstance(family, SO2Family):
+    if family.planes:
         return torus_tilt_floor(b, lam)
-    return haar_tilt_floor(family.d, lam)
+    if family.isotropic:
+        return haar_tilt_floor(family.d, lam)
+    return None
 
 
 @broadcasting("d", "lam", "M")

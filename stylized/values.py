@@ -36,6 +36,7 @@ import numpy as np
 
 from .backend import array_namespace, namespace_of, to_numpy, xp_generator
 from .families import StepFamily, as_generator, uniform_sphere
+from .laws.step_ops import gram_schmidt, orthogonal_dense  # noqa: F401  (re-exported: their home is step_ops)
 from .lse import softmax_rows
 from .sampling import XP_CHUNK_ELEMENTS, sample_steps
 from .transport import (  # noqa: F401  (re-exported: the engine's home is transport)
@@ -45,10 +46,19 @@ from .transport import (  # noqa: F401  (re-exported: the engine's home is trans
     route_sums,
     so2_trig,
 )
-from .value_theory import correlation_pairs, qkv_interference_theory, quadratic_form
+from .value_theory import (
+    correlation_pairs,
+    has_correlation_pairs,
+    lag_correlations,
+    lag_radius,
+    qkv_interference_theory,
+    quadratic_form,
+    toeplitz_form,
+)
 
 __all__ = [
     "draw_route_steps",
+    "in_law_sums",
     "route_scores",
     "route_sum",
     "route_sums",
@@ -69,57 +79,25 @@ __all__ = [
 # route steps by route length n = 0 … N−1 (P_0 = I, P_n = m_1 m_2 ⋯ m_n); the transport
 # itself (route_scores, route_sum(s), haar_law_sum) is the engine of stylized.transport
 # ---------------------------------------------------------------------------------------
-def gram_schmidt(g: np.ndarray) -> np.ndarray:
-    """Orthonormal columns of each ``(…, d, d)`` matrix: classical Gram–Schmidt applied twice (CGS2).
-
-    ``R`` has a positive diagonal by construction, so for Gaussian ``g`` this is Mezzadri's
-    ``Q·sign(diag R)`` (Haar on ``O(d)``) up to rounding, in ``d`` passes vectorised over the batch.
-    """
-    xp = namespace_of(g)
-    q = xp.empty_like(g)
-    for j in range(g.shape[-1]):
-        v = g[..., j, None]
-        if j:  # twice is enough: orthogonal to rounding unless g is numerically singular
-            for _ in range(2):
-                v = v - q[..., :j] @ (xp.swapaxes(q[..., :j], -1, -2) @ v)
-        q[..., j] = (v / xp.linalg.norm(v, axis=-2, keepdims=True))[..., 0]
-    return q
-
-
-def orthogonal_dense(rng, shape: tuple, d: int, *, xp: ModuleType = np, method: str = "qr") -> np.ndarray:
-    """Haar matrices on ``O(d)`` from Gaussians ``G``: ``Q·sign(diag R)`` of the QR of ``G`` (Mezzadri).
-
-    ``method="gram-schmidt"`` orthonormalises ``G`` by :func:`gram_schmidt` instead (the same law;
-    used on the CuPy path, whose batched QR loops over the matrices).
-    """
-    g = rng.standard_normal(size=tuple(shape) + (d, d))
-    if method == "gram-schmidt":
-        return gram_schmidt(g)
-    q, r = xp.linalg.qr(g)
-    return q * xp.sign(xp.diagonal(r, axis1=-2, axis2=-1))[..., None, :]
+def in_law_sums(family: StepFamily, weights: str, dense_haar: bool = False) -> bool:
+    """Whether :func:`far_energy_samples` sums along routes by the law's in-law transport: equal weights
+    (independent of the steps) and a law whose draws fix the steps only in law (``pathwise = False``, the
+    Haar-step flag: ``O(N·d)`` per route), unless ``dense_haar`` asks for pathwise dense steps."""
+    return (not family.pathwise) and weights == "equal" and not dense_haar
 
 
 def draw_route_steps(family: StepFamily, size: int, N: int, rng, *, backend: str = "numpy") -> np.ndarray:
-    """Steps ``m_1 … m_{N−1}`` of ``size`` routes (index 0 unused): angles, reflection vectors, or dense.
+    """Steps ``m_1 … m_{N−1}`` of ``size`` routes (index 0 unused), fixed pathwise (:meth:`StepLaw.pathwise_steps`).
 
     ``m_s`` is the step of the token ``s`` positions before the query, so the route of
-    length ``n`` is ``P_n = m_1 ⋯ m_n`` (``= M_i ⋯ M_{i−n+1}``).  Haar kinds are drawn as
-    dense matrices (exact even when weights depend on them); keep ``d`` small.
-    Structured draws come from :func:`stylized.sampling.sample_steps`.  ``backend="cupy"``: ``rng`` is
-    the device Generator (:func:`stylized.backend.xp_generator`), the steps are device arrays and Haar
-    matrices come from :func:`gram_schmidt`.
+    length ``n`` is ``P_n = m_1 ⋯ m_n`` (``= M_i ⋯ M_{i−n+1}``).  The law's structured draws (angles,
+    reflection vectors, dense matrices); a law applied in law (Haar-step flags) draws dense matrices here,
+    exact even when weights depend on them; keep ``d`` small.  ``backend="cupy"``: ``rng`` is the device
+    Generator (:func:`stylized.backend.xp_generator`) and the steps are device arrays.
     """
     xp = array_namespace(backend)
     rng = rng if backend == "cupy" else as_generator(rng)
-    steps = sample_steps(family, (size, N), rng, backend)
-    if family.kind != "haar":
-        return steps
-    mask = steps  # which steps are Haar steps (lazy Haar: else the identity)
-    mats = xp.broadcast_to(xp.eye(family.d), (size, N, family.d, family.d)).copy()
-    k = int(mask.sum())
-    if k:
-        mats[mask] = orthogonal_dense(rng, (k,), family.d, xp=xp, method="gram-schmidt" if backend == "cupy" else "qr")
-    return mats
+    return family.pathwise_steps(rng, (int(size), int(N)), xp)
 
 
 def stable_weights(logits: np.ndarray) -> np.ndarray:
@@ -141,7 +119,9 @@ def far_keys(rng, shape: tuple, b_hat: np.ndarray, align: float) -> np.ndarray:
 
 def chunk_size(family: StepFamily, N: int, budget: int | None = None, dense: bool | None = None,
                backend: str = "numpy") -> int:
-    """Routes per chunk so that one ``(T, N, d)`` array (``(T, N, d, d)`` for dense Haar) stays ≤ ``budget`` floats.
+    """Routes per chunk so that one ``(T, N, d)`` array (``(T, N, d, d)`` for dense steps) stays ≤ ``budget`` floats.
+
+    ``dense`` defaults to whether the law's pathwise steps are dense matrices (:attr:`StepLaw.pathwise_ndim`).
 
     Default budget ``2²¹`` floats and at most 256 routes; on the CuPy path
     :data:`stylized.sampling.XP_CHUNK_ELEMENTS` (``2²²`` floats, 32 MiB per array, about 7 of them
@@ -149,7 +129,7 @@ def chunk_size(family: StepFamily, N: int, budget: int | None = None, dense: boo
     """
     gpu = backend == "cupy"
     budget = (XP_CHUNK_ELEMENTS if gpu else 1 << 21) if budget is None else budget
-    dense = family.kind == "haar" if dense is None else dense
+    dense = family.pathwise_ndim == 2 if dense is None else dense
     per = N * family.d * (family.d if dense else 1)
     return int(max(1, min(4096 if gpu else 256, budget // per)))
 
@@ -201,8 +181,10 @@ def far_energy_samples(
     prediction ``ᾱᵀCᾱ + σ²dΣᾱ²`` for the drawn weights) and, with ``independent``,
     ``qkv-indep`` (values transported by an independent stream of steps of the same family).
 
-    Haar kinds with equal weights use the exact law of the transport (:func:`haar_law_sum`,
-    ``O(N·d)``) unless ``dense_haar``; softmax weights always use dense Haar matrices.
+    A law applied in law (``pathwise = False``, Haar-step flags) with equal weights uses its in-law transport
+    (:func:`in_law_sums`; :func:`haar_law_sum`, ``O(N·d)``) unless ``dense_haar``; softmax weights always use
+    its pathwise steps (dense Haar matrices).  An estimated ``E[M]`` (a law without :meth:`StepLaw.mean`)
+    adds ``plugin-radius``: per route a 95% bound on the plug-in's error from it (softmax weights).
     ``backend="cupy"`` runs the same code on the GPU with a device Generator seeded from ``rng``;
     ``"numpy"`` and ``"numba"`` are the same computation on ``rng`` itself.
     """
@@ -210,8 +192,8 @@ def far_energy_samples(
         raise ValueError(f"weights must be 'equal' or 'softmax', got {weights!r}")
     rng = xp_generator(backend, as_generator(rng))
     b = np.full(family.d, 1.0 / np.sqrt(family.d)) if b is None else np.asarray(b, dtype=float)
-    if family.kind == "haar" and weights == "equal" and not dense_haar:
-        out = _haar_law_energy(family, M, D, size, rng, noise, b, independent, backend)
+    if in_law_sums(family, weights, dense_haar):
+        out = _law_energy(family, M, D, size, rng, noise, b, independent, backend)
     else:
         out = _route_energy(family, M, D, size, rng, weights, lam, key_align, noise, b, independent, backend)
     return {k: to_numpy(v) for k, v in out.items()}
@@ -232,7 +214,7 @@ def _route_energy(family: StepFamily, M: int, D: int, size: int, rng, weights: s
     d, N, nb = family.d, D + M, float(b @ b)
     b_hat = xp.asarray(b / np.sqrt(nb))
     steps = draw_route_steps(family, size, N, rng, backend=backend)
-    trig = so2_trig(steps) if family.kind == "so2" else None
+    trig = family.prepare_routes(steps)
     if weights == "equal":
         abar = xp.full((size, M), 1.0 / M)
     else:
@@ -249,15 +231,28 @@ def _route_energy(family: StepFamily, M: int, D: int, size: int, rng, weights: s
     if independent:
         other = draw_route_steps(family, size, N, rng, backend=backend)
         out["qkv-indep"] = xp.sum(route_sum(family, other, a_full, values) ** 2, axis=1) / nb
-    w, z = correlation_pairs(family, b)
     sq = xp.sum(abar**2, axis=1)
-    out["plugin"] = (xp.full(size, qkv_interference_theory(family, b, M)) if weights == "equal"
-                     else quadratic_form(abar, w, z)) + noise**2 * d * sq / nb
+    out["plugin"] = _plugin(family, b, abar, M, weights, xp) + noise**2 * d * sq / nb
+    if weights != "equal" and family.mean_radius > 0:
+        out["plugin-radius"] = toeplitz_form(abar, lag_radius(family, b, M))
     return out
 
 
-def _haar_law_energy(family: StepFamily, M: int, D: int, size: int, rng, noise: float, b: np.ndarray,
-                     independent: bool, backend: str) -> dict:
+def _plugin(family: StepFamily, b: np.ndarray, abar, M: int, weights: str, xp: ModuleType):
+    """``ᾱᵀCᾱ`` with ``C_{jk} = b̂ᵀE[P_{|j−k|}]b̂``: the exact value (equal weights), the pair recursion
+    :func:`quadratic_form` (planes or ``E[M] = c·I``), else the Toeplitz form of :func:`lag_correlations`."""
+    if weights == "equal":
+        return xp.full(abar.shape[0], qkv_interference_theory(family, b, M))
+    if has_correlation_pairs(family):
+        w, z = correlation_pairs(family, b)
+        return quadratic_form(abar, w, z)
+    return toeplitz_form(abar, lag_correlations(family, b, M))
+
+
+def _law_energy(family: StepFamily, M: int, D: int, size: int, rng, noise: float, b: np.ndarray,
+                independent: bool, backend: str) -> dict:
+    """:func:`far_energy_samples` with equal weights by the law's in-law transport (:meth:`StepLaw.route_sum`
+    on its structured draws, given ``xrng``): values first, then the steps of each transport."""
     xp = array_namespace(backend)
     d, N, nb = family.d, D + M, float(b @ b)
     a = xp.zeros((size, N))
@@ -265,8 +260,8 @@ def _haar_law_energy(family: StepFamily, M: int, D: int, size: int, rng, noise: 
     values = _far_values(size, N, D, b, noise, rng, xp)
     out = {"qk": xp.sum(values[:, D:].mean(axis=1) ** 2, axis=1) / nb}
     for key in ("qkv", "qkv-indep") if independent else ("qkv",):
-        mask = sample_steps(family, (size, N), rng, backend)
-        out[key] = xp.sum(haar_law_sum(mask, a, values, rng) ** 2, axis=1) / nb
+        steps = sample_steps(family, (size, N), rng, backend)
+        out[key] = xp.sum(family.route_sum(steps, a, values, xrng=rng) ** 2, axis=1) / nb
     out["plugin"] = xp.full(size, qkv_interference_theory(family, b, M)) + noise**2 * d / (M * nb)
     return out
 
@@ -304,7 +299,7 @@ def snr_samples(
     keys = xp.empty((size, L, d))
     keys[:, :K] = qd
     keys[:, K:] = far_keys(rng, (size, L - K), bd / xp.linalg.norm(bd), key_align)
-    trig = so2_trig(steps) if family.kind == "so2" else None
+    trig = family.prepare_routes(steps)
     alpha = stable_weights(lam * route_scores(family, steps, qd, keys, trig))
     values = _far_values(size, L, K, b, noise, rng, xp)
     values[:, :K] = td
@@ -319,6 +314,6 @@ def snr_samples(
         "signal_qkv": (n_qkv @ td) ** 2,
         "interf_qk": xp.sum(xp.einsum("tn,tnd->td", far, values) ** 2, axis=1),
         "interf_qkv": xp.sum(f_qkv**2, axis=1),
-        "overlap": route_scores(family, steps[:, :K], td, tt, trig and (trig[0][:, :K], trig[1][:, :K])),
+        "overlap": route_scores(family, steps[:, :K], td, tt),
     }
     return {k: to_numpy(v) for k, v in out.items()}

@@ -5,15 +5,19 @@
   ``X = e^{λξ}``: ``E X = μ = ₀F₁(; d/2; λ²/4)`` in closed form (:func:`stylized.score_laws.haar_mgf`),
   ``E e^{−yX}`` and ``E[X e^{−yX}]`` by Gauss–Jacobi quadrature on the Beta law.
 * **near chain** (:class:`IsotropicChain`): an aligned near key (``k = q``) scores ``λ t_n`` with
-  ``t_n = qᵀP_n q``.  For a conjugation-invariant step law (Householder, Haar, lazy Haar) ``t_n`` is a
-  Markov chain on ``[−1, 1]`` from ``t_0 = 1``; its transition operator ``K`` acts on values at
-  Chebyshev–Lobatto nodes (Householder: ``t' = t(1 − 2w_1²) − 2√(1−t²) w_1 w_2`` with ``(w_1, w_2)`` two
-  coordinates of a uniform unit vector, product Gauss–Jacobi quadrature), and
-  ``E exp(−σ Σ_n c_n e^{λ t_n})`` is the backward recursion ``V_n = e^{−σ c_n e^{λt}} · K V_{n+1}``.
-  :class:`ReferenceChain`: the same interface from simulated reference chains (SO(2) blocks, whose
-  ``t_n`` is not a one-dimensional chain).
+  ``t_n = qᵀP_n q``.  For an isotropic orthogonal step law (the law declares ``isotropic``: invariant under
+  conjugation by ``O(d)``) ``t_n`` is a Markov chain on ``[−1, 1]`` from ``t_0 = 1``, moving
+  ``t → t M₁₁ + √(1−t²) M₂₁``; its transition operator ``K`` acts on values at Chebyshev–Lobatto nodes and
+  comes from the law (:meth:`StepLaw.overlap_transition`: Householder ``t' = t(1 − 2w_1²) − 2√(1−t²) w_1 w_2``
+  by product Gauss–Jacobi quadrature, (lazy) Haar a fresh Haar coordinate with probability ``p``) or, for a
+  law without a closed form, is *estimated* from :data:`OVERLAP_SAMPLES` draws of its one-step overlap law
+  ``(M₁₁, M₂₁)`` (:meth:`StepLaw.overlap_step_draws`) in :data:`OVERLAP_BATCHES` batches, whose spread gives
+  the estimate's own 95% radius (:func:`estimate_radius`).  ``E exp(−σ Σ_n c_n e^{λ t_n})`` is the backward
+  recursion ``V_n = e^{−σ c_n e^{λt}} · K V_{n+1}``.  :class:`ReferenceChain`: the same interface from
+  simulated reference chains of any law (SO(2) blocks, whose ``t_n`` is not a one-dimensional chain, and any
+  law that declares neither isotropy nor planes).
 * **SO(2) targets** (:func:`so2_overlap_mgf`): ``E e^{λ qᵀP_n q} = Π_b Σ_j I_j(λ||q_b||²) Re χ_b(j)^n``
-  (Jacobi–Anger; exact).
+  (Jacobi–Anger; exact, from the law's harmonics :meth:`chi_harmonic`).
 * :func:`laplace_ratio_mean`: ``E[F/(F+N)] = ∫_0^∞ E[F e^{−σF}] E[e^{−σN}] dσ`` for independent ``F``,
   ``N``, a trapezoid rule in ``u = ln σ`` (:func:`sigma_grid`; smooth and fast-decaying at both ends, so
   the rule converges exponentially: ``h = 0.1`` agrees with ``h = 0.02`` to ~10⁻⁷).
@@ -21,19 +25,30 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import ClassVar
 
 import numpy as np
 from scipy import special
 
 from ._broadcast import broadcasting
-from .families import SO2Family, SO2Normal, SO2Uniform, StepFamily, TokenAngles
+from .families import StepFamily
 from .score_laws import haar_mgf, jacobi_nodes
 
 __all__ = ["FarLaw", "IsotropicChain", "ReferenceChain", "near_chain", "so2_overlap_mgf", "far_laplace_sum",
-           "sigma_grid", "laplace_ratio_mean"]
+           "sigma_grid", "laplace_ratio_mean", "plane_harmonics", "estimate_radius", "householder_transition",
+           "haar_transition", "OVERLAP_SAMPLES", "OVERLAP_BATCHES"]
+
+OVERLAP_SAMPLES = 20_000
+"""Draws of the one-step overlap law behind an estimated transition operator (:class:`IsotropicChain`)."""
+OVERLAP_BATCHES = 10
+"""Batches of those draws: one estimated operator each, their spread the estimate's radius."""
+_OVERLAP_SEED = np.random.SeedSequence(0x5EED, spawn_key=(0x6F766C70,))  # its own stream: never a check's
+_T_975 = {9: 2.2621571627409915}  # Student t, 97.5% quantile, 9 degrees of freedom
 
 
 # ---------------------------------------------------------------------------------------
@@ -135,19 +150,23 @@ def _interp_matrix(t: np.ndarray, bw: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class IsotropicChain:
-    """(claims C1, C4, *derived here*) ``t_n = qᵀ P_n q`` for i.i.d. steps with a conjugation-invariant law (Householder, Haar, lazy Haar).
+    """(claims C1, C4, *derived here*) ``t_n = qᵀ P_n q`` for i.i.d. steps of an isotropic orthogonal law.
 
     The transition operator ``(Kf)(t) = E[f(t_{n+1}) | t_n = t]`` acts on values at ``n_nodes``
-    Chebyshev–Lobatto nodes ``t`` (``t[0] = 1``, the start ``t_0``).
+    Chebyshev–Lobatto nodes ``t`` (``t[0] = 1``, the start ``t_0``): the law's closed form
+    (:meth:`StepLaw.overlap_transition`) or, without one, estimated from its one-step overlap law
+    (:attr:`theory_kind` says which; ``batch`` selects one of the :data:`OVERLAP_BATCHES` batch estimates).
     """
 
     family: StepFamily
     n_nodes: int = 96
     n_quad: int = 24
+    batch: int | None = None
 
     @staticmethod
     def supports(family: StepFamily) -> bool:
-        return family.kind in ("householder", "haar")
+        """Whether the chain is one-dimensional: the law declares ``isotropic`` and ``orthogonal``."""
+        return bool(family.isotropic and family.orthogonal)
 
     @property
     def nodes(self) -> np.ndarray:
@@ -155,7 +174,21 @@ class IsotropicChain:
 
     @property
     def K(self) -> np.ndarray:
-        return _transition(self.family.kind, self.family.d, float(getattr(self.family, "p", 1.0)), self.n_nodes, self.n_quad)
+        return _transition(self.family, self.n_nodes, self.n_quad, self.batch)[0]
+
+    @property
+    def exact(self) -> bool:
+        """Whether ``K`` is the law's closed form (else a Monte Carlo estimate)."""
+        return _transition(self.family, self.n_nodes, self.n_quad, None)[1]
+
+    @property
+    def theory_kind(self) -> str:
+        """``"closed form"``, or ``"estimated (Monte Carlo, n = …)"`` for an estimated operator."""
+        return "closed form" if self.exact else f"estimated (Monte Carlo, n = {OVERLAP_SAMPLES})"
+
+    def batches(self) -> tuple[IsotropicChain, ...]:
+        """The :data:`OVERLAP_BATCHES` batch chains of an estimated operator (none for a closed form)."""
+        return () if self.exact else tuple(dataclasses.replace(self, batch=b) for b in range(OVERLAP_BATCHES))
 
     def mgf(self, lam: float, n_max: int) -> np.ndarray:
         """``E e^{λ t_n}`` for ``n = 0 … n_max − 1``."""
@@ -190,14 +223,72 @@ def _apply(K: np.ndarray, V: np.ndarray) -> np.ndarray:
     return np.einsum("ij,js->is", K, V)
 
 
-@lru_cache(maxsize=16)
-def _transition(kind: str, d: int, p: float, n_nodes: int, n_quad: int) -> np.ndarray:
+def _law_cached(cached, plain, family: StepFamily, *args):
+    """``cached(family, *args)`` (an ``lru_cache``), or ``plain(family, *args)`` for an unhashable law."""
+    try:
+        hash(family)
+    except TypeError:
+        return plain(family, *args)
+    return cached(family, *args)
+
+
+def _transition(family: StepFamily, n_nodes: int, n_quad: int, batch: int | None) -> tuple[np.ndarray, bool]:
+    """``(K, exact)``: the law's closed-form operator, else the estimate (all draws, or batch ``batch``)."""
+    return _law_cached(_transition_cached, _transition_of, family, n_nodes, n_quad, batch)
+
+
+def _transition_of(family: StepFamily, n_nodes: int, n_quad: int, batch: int | None) -> tuple[np.ndarray, bool]:
     t, bw = _lobatto(n_nodes)
-    if kind == "haar":  # stay with probability 1 − p, else a fresh Haar coordinate
-        xi, w = jacobi_nodes(4 * n_quad, (d - 3) / 2.0)
-        return (1.0 - p) * np.eye(n_nodes) + p * np.outer(np.ones(n_nodes), w @ _interp_matrix(t, bw, xi))
-    if kind != "householder":
-        raise ValueError(f"no isotropic transition operator for step kind {kind!r}")
+    K = family.overlap_transition(t, functools.partial(_interp_matrix, t, bw), n_quad)
+    if K is not None:
+        return np.asarray(K, dtype=float), True
+    Kb = _law_cached(_estimates_cached, _estimated_transitions, family, n_nodes)
+    return (Kb.mean(axis=0) if batch is None else Kb[batch]), False
+
+
+_transition_cached = lru_cache(maxsize=32)(_transition_of)
+
+
+def _estimated_transitions(family: StepFamily, n_nodes: int) -> np.ndarray:
+    """:data:`OVERLAP_BATCHES` estimates ``K_b[i] = mean_k ℓ(t_i a_k + √(1−t_i²) b_k)`` over batches of draws
+    ``(a, b) = (M₁₁, M₂₁)`` from the law's own stream (chunks of at most about 2²² step elements)."""
+    rng = np.random.default_rng(_OVERLAP_SEED)
+    per = max(1, (1 << 22) // max(1, family.d) ** max(1, family.step_ndim))
+    a, b, got = np.empty(OVERLAP_SAMPLES), np.empty(OVERLAP_SAMPLES), 0
+    while got < OVERLAP_SAMPLES:
+        m = min(per, OVERLAP_SAMPLES - got)
+        a[got:got + m], b[got:got + m] = family.overlap_step_draws(m, rng)
+        got += m
+    t, bw = _lobatto(n_nodes)
+    s = np.sqrt(np.clip(1 - t**2, 0.0, None))
+    n_b = OVERLAP_SAMPLES // OVERLAP_BATCHES
+    out = np.empty((OVERLAP_BATCHES, n_nodes, n_nodes))
+    for k in range(OVERLAP_BATCHES):
+        ak, bk = a[k * n_b:(k + 1) * n_b], b[k * n_b:(k + 1) * n_b]
+        for i in range(n_nodes):
+            out[k, i] = _interp_matrix(t, bw, np.clip(t[i] * ak + s[i] * bk, -1.0, 1.0)).mean(axis=0)
+    return out
+
+
+_estimates_cached = lru_cache(maxsize=8)(_estimated_transitions)
+
+
+def estimate_radius(values) -> np.ndarray:
+    """The 95% radius of a theory built on an estimated operator, from its values on the
+    :data:`OVERLAP_BATCHES` batch estimates (Student ``t``: ``t_{0.975} · sd/√B``; the values ``(B, ...)``)."""
+    v = np.asarray(values, dtype=float)
+    return _T_975[v.shape[0] - 1] * v.std(axis=0, ddof=1) / math.sqrt(v.shape[0])
+
+
+def haar_transition(d: int, p: float, t: np.ndarray, basis, n_quad: int) -> np.ndarray:
+    """(Lazy) Haar steps: stay with probability ``1 − p``, else a fresh Haar coordinate (Gauss–Jacobi nodes)."""
+    xi, w = jacobi_nodes(4 * n_quad, (d - 3) / 2.0)
+    return (1.0 - p) * np.eye(t.size) + p * np.outer(np.ones(t.size), w @ basis(xi))
+
+
+def householder_transition(d: int, t: np.ndarray, basis, n_quad: int) -> np.ndarray:
+    """Householder steps: ``t' = t(1 − 2w₁²) − 2√(1−t²) w₁w₂``, ``(w₁, w₂)`` two coordinates of a uniform unit vector."""
+    n_nodes = t.size
     if d == 2:  # w = (cos φ, sin φ), φ uniform: periodic trapezoid
         ph = 2 * np.pi * (np.arange(4 * n_quad) + 0.5) / (4 * n_quad)
         w1, w2, W = np.cos(ph), np.sin(ph), np.full(ph.size, 1.0 / ph.size)
@@ -211,7 +302,7 @@ def _transition(kind: str, d: int, p: float, n_nodes: int, n_quad: int) -> np.nd
     K = np.empty((n_nodes, n_nodes))
     for i in range(n_nodes):
         tp = np.clip(t[i] * (1 - 2 * w1**2) - 2 * s[i] * w1 * w2, -1.0, 1.0)
-        K[i] = W @ _interp_matrix(t, bw, tp)
+        K[i] = W @ basis(tp)
     return K
 
 
@@ -226,9 +317,10 @@ class ReferenceChain:
     D: int
     R: int = 20000
     seed: int = 20260601
+    theory_kind: ClassVar[str] = "simulated reference"
 
     def _t(self) -> np.ndarray:
-        return _reference_overlaps(self.family, self.D, self.R, self.seed)
+        return _law_cached(_reference_overlaps, _reference_overlaps.__wrapped__, self.family, self.D, self.R, self.seed)
 
     def mgf(self, lam: float, n_max: int) -> np.ndarray:
         return np.exp(lam * self._t()[:, :n_max]).mean(axis=0)
@@ -236,6 +328,13 @@ class ReferenceChain:
     def log_laplace(self, lam: float, c: np.ndarray, sig: np.ndarray) -> np.ndarray:
         N = np.exp(lam * self._t()[:, : len(c)]) @ np.asarray(c, dtype=float)
         return special.logsumexp(-np.outer(sig, N), axis=1) - math.log(self.R)
+
+    def laplace_at(self, lam: float, n: int, sig: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For ``Y = e^{λ t_n}`` (``n < D``): ``log E e^{−σY}`` and ``E[Y e^{−σY}]/E e^{−σY}`` over the reference chains."""
+        Y = np.exp(lam * self._t()[:, n])
+        a = -np.outer(sig, Y)
+        lp = special.logsumexp(a, axis=1)
+        return lp - math.log(self.R), np.exp(a - lp[:, None]) @ Y
 
 
 @lru_cache(maxsize=8)
@@ -246,33 +345,38 @@ def _reference_overlaps(family: StepFamily, D: int, R: int, seed: int) -> np.nda
 
 
 def near_chain(family: StepFamily, D: int):
-    """The near chain of ``family``: :class:`IsotropicChain` (closed form by quadrature) where it exists, else a
-    :class:`ReferenceChain`.  Returns ``(chain, kind)`` with ``kind`` ``"closed form"`` or ``"simulated reference"``."""
+    """The near chain of ``family``: :class:`IsotropicChain` for an isotropic orthogonal law, else a
+    :class:`ReferenceChain`.  Returns ``(chain, kind)`` with ``kind`` ``"closed form"``, ``"estimated (Monte
+    Carlo, n = …)"`` (an isotropic law without a closed-form operator) or ``"simulated reference"``."""
     if IsotropicChain.supports(family):
-        return IsotropicChain(family), "closed form"
+        chain = IsotropicChain(family)
+        return chain, chain.theory_kind
     return ReferenceChain(family, D), "simulated reference"
 
 
 # ---------------------------------------------------------------------------------------
 # SO(2) targets: exact moments by Jacobi–Anger
 # ---------------------------------------------------------------------------------------
-def _harmonic_chi(family: SO2Family, j: np.ndarray) -> np.ndarray:
-    """``χ_b(j) = E e^{ijθ_b}`` for harmonics ``j`` (``(len(j), d/2)``)."""
-    j = np.asarray(j, dtype=float)[:, None]
-    if isinstance(family, SO2Uniform):
-        return np.sinc(j * family.omegas[None, :] / np.pi).astype(complex)
-    if isinstance(family, SO2Normal):
-        B = family.d // 2
-        sg = np.broadcast_to(np.asarray(family.sigma, dtype=float), (B,))
-        mu = np.broadcast_to(np.asarray(family.mu, dtype=float), (B,))
-        return np.exp(-0.5 * (j * sg) ** 2 + 1j * j * mu)
-    if isinstance(family, TokenAngles):
-        return np.einsum("v,jvb->jb", family.probs, np.exp(1j * j[:, :, None] * family.table[None]))
-    raise ValueError(f"no harmonic characteristic values for family {family.name!r}")
+def _harmonic_chi(family: StepFamily, j: np.ndarray) -> np.ndarray:
+    """``χ_b(j) = E e^{ijθ_b}`` for harmonics ``j`` (``(len(j), d/2)``): the law's :meth:`chi_harmonic`."""
+    if not plane_harmonics(family):
+        raise ValueError(f"no harmonic characteristic values for family {family.name!r}")
+    return family.chi_harmonic(j)
+
+
+def plane_harmonics(family: StepFamily) -> bool:
+    """Whether ``family`` has commuting SO(2) planes (``planes``) with closed-form harmonics ``χ_b(j)``."""
+    if not family.planes or not callable(getattr(family, "chi_harmonic", None)):
+        return False
+    try:
+        family.chi_harmonic(np.arange(1, 2))
+    except NotImplementedError:
+        return False
+    return True
 
 
 @broadcasting("n", "lam")
-def so2_overlap_mgf(family: SO2Family, n: int, lam: float, q: np.ndarray) -> float:
+def so2_overlap_mgf(family: StepFamily, n: int, lam: float, q: np.ndarray) -> float:
     """(claims C1, C3, *derived here*) ``E e^{λ qᵀP_n q}`` for SO(2) blocks: ``Π_b Σ_j I_j(λ||q_b||²) Re χ_b(j)^n`` (Jacobi–Anger, exact)."""
     w = q[0::2] ** 2 + q[1::2] ** 2
     x = lam * w

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -9,8 +11,21 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from stylized.attention import StylizedAttention, alibi_bias, far_mass, scores, softmax
-from stylized.families import FAMILY_NAMES, make_family, uniform_sphere
+from stylized.families import FAMILY_NAMES, StepLaw, make_family, uniform_sphere
 from stylized.transport import route_product
+
+
+@dataclass(frozen=True)
+class TwoReflections(StepLaw):
+    """A user's law: the product of two random reflections, drawn dense (it declares nothing)."""
+
+    d: int
+
+    def sample(self, xrng, shape, xp=np):
+        g = xrng.standard_normal(tuple(shape) + (2, self.d))
+        w = g / xp.sqrt(xp.sum(g * g, axis=-1, keepdims=True))
+        eye = xp.eye(self.d)
+        return (eye - 2 * w[..., 0, :, None] * w[..., 0, None, :]) @ (eye - 2 * w[..., 1, :, None] * w[..., 1, None, :])
 
 
 def test_softmax_stable_at_huge_logits():
@@ -33,17 +48,18 @@ def test_far_mass_equals_sum_of_far_weights(x, D):
     assert far_mass(x, D) == pytest.approx(softmax(x)[D:].sum(), abs=1e-12)
 
 
-@pytest.mark.parametrize("name", FAMILY_NAMES)
-def test_scores_bounded_by_lambda_and_match_dense(name):
-    fam = make_family(name, 6, p=0.5)
+@pytest.mark.parametrize("name,d", [(n, 6) for n in FAMILY_NAMES]
+                         + [(n, d) for n in ("householder", "lazy-haar", "haar", "cayley", "user") for d in (3, 5, 13)])
+def test_scores_bounded_by_lambda_and_match_dense(name, d):
+    fam = TwoReflections(d) if name == "user" else make_family(name, d, p=0.5)
     rng = np.random.default_rng(3)
     L, lam = 15, 2.5
     steps = fam.rvs(L, rng)
-    q = uniform_sphere(rng, (), 6)
-    k = uniform_sphere(rng, (L,), 6)
+    q = uniform_sphere(rng, (), d)
+    k = uniform_sphere(rng, (L,), d)
     s = scores(fam, steps, q, k, lam, rng)
     assert np.all(np.abs(s) <= lam + 1e-12)
-    if fam.kind != "haar":  # Haar kinds use the exact law, not the dense draws
+    if fam.pathwise:  # a Haar-step flag is applied in law, not through the dense draws
         mats = fam.dense(steps)
         want = [lam * q @ route_product(mats, j, L - 1) @ k[j] for j in range(L)]
         assert np.allclose(s, want)
@@ -61,9 +77,11 @@ def test_negative_or_nonfinite_lambda_rejected(lam):
         StylizedAttention(make_family("haar", 4), lam=lam, D=2)
 
 
-def test_sample_far_mass_consistent():
-    att = StylizedAttention(make_family("householder", 8), lam=3.0, D=4, alibi_m=0.1)
+@pytest.mark.parametrize("law", [make_family("householder", 8), make_family("cayley", 5), TwoReflections(7)],
+                         ids=["householder", "cayley", "user"])
+def test_sample_far_mass_consistent(law):
+    att = StylizedAttention(law, lam=3.0, D=4, alibi_m=0.1)
     out = att.sample(50, random_state=0)
     assert out.far_mass == pytest.approx(far_mass(out.logits[::-1], 4))
     assert out.weights.sum() == pytest.approx(1.0)
-    assert out.output_qk.shape == out.output_qkv.shape == (8,)
+    assert out.output_qk.shape == out.output_qkv.shape == (law.d,)

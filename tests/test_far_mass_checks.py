@@ -1,15 +1,21 @@
-"""The C4 checks end to end at small parameters: run_check, figures, and the CLI with --json."""
+"""The far-mass checks (C3 transfer, C4) end to end at small parameters: run_check, figures, the CLI with --json, any law."""
 
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
+from dataclasses import dataclass
+from typing import ClassVar
+from unittest import mock
 
+import numpy as np
 import pytest
 
 from stylized.bounds import far_mass_lower_bound
 from stylized.falsify import run_reduced
+from stylized.families import StepLaw, make_family
 from stylized.registry import get_check
 from stylized.results import run_check
 
@@ -116,3 +122,87 @@ def test_cli_json_growth(tmp_results):
                          capture_output=True, text=True, check=True)
     r = json.loads(out.stdout)
     assert r["claim"] == "far-mass-growth" and {x["control"] for x in r["rows"]} >= {"none", "alibi", "contraction"}
+
+
+# --------------------------------------------------------------------------- any law: odd d, cayley, a user's law
+@dataclass(frozen=True)
+class TwoReflections(StepLaw):
+    """A user's law: the product of two random reflections, drawn dense; it declares nothing (not even the
+    isotropy it has), so the checks take the generic paths: dense transport, simulated reference chains."""
+
+    d: int
+
+    def sample(self, xrng, shape, xp=np):
+        g = xrng.standard_normal(tuple(shape) + (2, self.d))
+        w = g / xp.sqrt(xp.sum(g * g, axis=-1, keepdims=True))
+        eye = xp.eye(self.d)
+        return (eye - 2 * w[..., 0, :, None] * w[..., 0, None, :]) @ (eye - 2 * w[..., 1, :, None] * w[..., 1, None, :])
+
+
+@dataclass(frozen=True)
+class Shrink(StepLaw):
+    """A contraction ``M = 0.9 I``: not orthogonal."""
+
+    d: int
+    orthogonal: ClassVar[bool] = False
+
+    def sample(self, xrng, shape, xp=np):
+        return xp.broadcast_to(0.9 * xp.eye(self.d), tuple(shape) + (self.d, self.d)).copy()
+
+
+TINY = {"transfer": {"L": [16, 128], "trials": 40, "D": 4, "target_n": 1, "lam": 3.0},
+        "far-mass-growth": {"lam": 3.0, "D": 3, "L": [8, 32, 128], "L_sim": 64, "L_train": 16, "trials": 8,
+                            "horizon_lam": [2.0], "horizon_trials": 8}}
+ESTIMATED = "estimated (Monte Carlo, n = 20000)"
+
+
+def _predictions(r: dict) -> list[dict]:
+    return [x for x in r["rows"] if x["theory"] is not None and x["in_verdict"]]
+
+
+@pytest.mark.parametrize("d", [3, 5, 13, 33])
+@pytest.mark.parametrize("name", ["householder", "lazy-haar", "haar", "cayley"])
+@pytest.mark.parametrize("check", ["transfer", "far-mass-growth"])
+def test_every_O_d_law_at_odd_d(check, name, d):
+    """Tiny sizes, odd d: every prediction finite and inside its interval; the exact chain operator for the built-in
+    isotropic laws ("closed form"), the estimated one for cayley (its kind and its own 95% radius on every row)."""
+    law = make_family(name, d)
+    r = run_check(get_check(check), {**TINY[check], "family": law, "d": d}, seed=0, progress=False)
+    pred = _predictions(r)
+    assert pred and all(math.isfinite(x["estimate"]) and math.isfinite(x["theory"]) for x in pred)
+    assert all(x["agrees"] for x in pred), [(x.get("quantity"), x.get("L"), x["estimate"], x["theory"]) for x in pred]
+    chain_rows = [x for x in pred if x["theory_kind"] != "approximation"]
+    if name == "cayley":
+        assert {x["theory_kind"] for x in chain_rows} == {ESTIMATED}
+        assert all(x["theory_radius"] > 0 and "95% radius" in x["theory_note"] for x in chain_rows)
+    else:
+        assert {x["theory_kind"] for x in chain_rows} == {"closed form"}
+        assert not any("theory_radius" in x for x in r["rows"])
+
+
+@pytest.mark.parametrize("check", ["transfer", "far-mass-growth"])
+def test_a_users_law(check):
+    """A law defined here (only ``d`` and ``sample``): dense transport and simulated reference chains."""
+    r = run_check(get_check(check), {**TINY[check], "family": TwoReflections(d=5), "d": 5}, seed=0, progress=False)
+    pred = _predictions(r)
+    assert pred and all(x["agrees"] for x in pred)
+    assert {x["theory_kind"] for x in pred if x["theory_kind"] != "approximation"} == {"simulated reference"}
+    assert "two-reflections, d=5" in r["headline"]["verdict"]
+
+
+@pytest.mark.parametrize("check,work", [("transfer", "near_and_far"), ("far-mass-growth", "growth_trials")])
+def test_a_contraction_is_refused_before_any_work(check, work):
+    with mock.patch(f"{get_check(check).module}.{work}", side_effect=AssertionError("ran")):
+        with pytest.raises(ValueError, match=r"family shrink: this check needs orthogonal steps \(orthogonal=True\)"):
+            run_check(get_check(check), {**TINY[check], "family": Shrink(d=4), "d": 4}, progress=False)
+
+
+@pytest.mark.parametrize("check", ["transfer", "far-mass-growth"])
+def test_the_estimated_path_holds_at_its_mutant_sizes(check):
+    """The unmutated check on cayley at the sizes of its "estimated E[M] off 3%" mutant (which flips it:
+    tests/test_mutants.py): the estimated theory agrees, within its own radius, where a 3% error does not."""
+    c = get_check(check)
+    m = next(x for x in c.mutants if x.name == "estimated-mean-3pct")
+    r = run_reduced(c, seed=0, params=m.params)
+    assert r["holds"] is True
+    assert {x["theory_kind"] for x in _predictions(r["result"]) if x["theory_kind"] != "approximation"} == {ESTIMATED}

@@ -7,11 +7,14 @@ Monte Carlo comparisons use fixed seeds and 5-sigma (or exact-interval) toleranc
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pytest
 from scipy import stats
 
+from stylized import StepLaw
 from stylized import retrieval as rt
 from stylized.families import make_family
 from stylized.sampling import equal_energy_query, haar_coordinates
@@ -52,13 +55,15 @@ class TestPasskeyLaw:
             assert abs(float(w @ (pts <= x)) - float(law.cdf(x))) < 2e-3
 
     def test_irwin_hall_and_series_branches_agree(self):
+        from stylized import overlap_laws
+
         fam = make_family("so2-uniform", 4, omega=0.9)
         u = np.linspace(0, math.pi, 50)
         for n in (5, 16):
-            a = rt._folded_cdf(fam, 0, n, u)  # Irwin–Hall, wrapped
+            a = fam.folded_phase_cdf(0, n, u)  # Irwin–Hall, wrapped
             with pytest.MonkeyPatch.context() as mp:
-                mp.setattr(rt, "_IH_MAX", 0)
-                b = rt._folded_cdf(fam, 0, n, u)  # Fourier series
+                mp.setattr(overlap_laws, "IH_MAX", 0)
+                b = fam.folded_phase_cdf(0, n, u)  # Fourier series
             assert np.max(np.abs(a - b)) < 1e-8
 
 
@@ -171,7 +176,8 @@ class TestInvalidInput:
         (["--n", "1,70000"], "n must be"),
         (["--lam", "0"], "lam (λ) must be"),
         (["--control", "none,rope"], "control must be"),
-        (["--family", "lazy-haar"], "family must be"),
+        (["--family", "markov-tokens", "--d", "8"], "needs i.i.d. steps (iid=True)"),
+        (["--family", "householder,contraction"], "needs orthogonal steps (orthogonal=True)"),
         (["--trials", "3"], "trials must be"),
         (["--eps", "1"], "eps must lie"),
     ])
@@ -201,3 +207,118 @@ class TestCheck:
             assert {"estimate", "ci_low", "ci_high", "theory", "n_samples"} <= set(r)
         c2 = run_reduced(c, seed=4)["result"]["rows"]
         assert [r["estimate"] for r in c2] != [r["estimate"] for r in ra]
+
+
+# ---------------------------------------------------------------------------------------
+# any orthogonal i.i.d. law: odd d, cayley (estimated E[M]), a user's law, refusals
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GivensLaw(StepLaw):
+    """A user's law: a rotation by ``θ ~ U(−π, π)`` in a uniformly chosen coordinate plane (orthogonal, i.i.d.,
+    not isotropic, no closed forms declared: every theory of the check is estimated)."""
+
+    d: int
+
+    def sample(self, xrng, shape, xp=np):
+        shape = tuple(shape)
+        n = int(np.prod(shape)) if shape else 1
+        out = np.broadcast_to(np.eye(self.d), (n, self.d, self.d)).copy()
+        ij = np.argsort(xrng.random((n, self.d)), axis=1)[:, :2]
+        th = xrng.uniform(-np.pi, np.pi, n)
+        r = np.arange(n)
+        i, j = ij[:, 0], ij[:, 1]
+        out[r, i, i], out[r, j, j] = np.cos(th), np.cos(th)
+        out[r, i, j], out[r, j, i] = -np.sin(th), np.sin(th)
+        return out.reshape(shape + (self.d, self.d))
+
+
+@dataclass(frozen=True)
+class ShrinkLaw(StepLaw):
+    """A contraction ``M = I/2``: not orthogonal."""
+
+    d: int
+    orthogonal: ClassVar[bool] = False
+
+    def sample(self, xrng, shape, xp=np):
+        return np.broadcast_to(np.eye(self.d) / 2, tuple(shape) + (self.d, self.d)).copy()
+
+
+TINY = {"M": 256, "n": [1, 3, 256], "trials": 40}
+
+
+def _run(law, seed=0, **over):
+    from simulations import far_retrieval as fr
+
+    params = fr.CHECK.parse_params({"family": law, **TINY, **over})
+    return fr.CHECK.run(params, seed=seed, backend="numba", progress=False)
+
+
+def _assert_well_formed(r, law):
+    assert r["holds"], r["failed"]
+    rows = r["rows"]
+    assert {x["family"] for x in rows} == {law.name} and {x["d"] for x in rows} == {law.d}
+    for x in rows:
+        assert math.isfinite(x["theory"]) and x["joint_low"] <= x["joint_high"]
+        assert ("theory_radius" in x) == x["theory_kind"].startswith("estimated")
+
+
+class TestLaws:
+    @pytest.mark.parametrize("d", [3, 5, 13, 33])
+    @pytest.mark.parametrize("name", ["householder", "lazy-haar", "haar", "cayley"])
+    def test_odd_d_o_d_laws(self, name, d):
+        law = make_family(name, d)
+        r = _run(law)
+        _assert_well_formed(r, law)
+        kinds = {x["n"]: x["theory_kind"] for x in r["rows"] if x["kind"] == "rank1" and x["control"] is None}
+        assert kinds[256] == "closed form"  # past 3W: the Haar coordinate of an isotropic law
+        if name == "cayley":  # no closed-form E[M]: the score and the unmixed rank theories are estimated
+            assert all(x["theory_kind"].startswith("estimated") for x in r["rows"] if x["kind"] == "score")
+            assert kinds[1].startswith("estimated")
+
+    def test_cayley_and_the_user_law(self):
+        for law in (make_family("cayley", 8), GivensLaw(5)):
+            r = _run(law, M=128, n=[1, 2, 8, 128], trials=200)
+            _assert_well_formed(r, law)
+            est = [x for x in r["rows"] if "theory_radius" in x]
+            assert est and all(x["theory_radius"] > 0 for x in est)
+            fam = r["families"][0]  # cayley declares its post-mixing law (isotropic); the user's law does not
+            assert ("mixed_rank1_radius" in fam) == isinstance(law, GivensLaw) and fam["W"] < 128 / 3
+
+    def test_estimated_rule_matches_the_closed_form(self):
+        """The estimated path (reference chains) against the closed form on a law that has both (so2-uniform)."""
+        from stylized.overlap_laws import estimated_rule, reference_draws
+
+        fam, d, M = make_family("so2-uniform", 8), 8, 256
+        q = equal_energy_query(d)
+        rule = estimated_rule(reference_draws(fam, q, [3])[:, 0])
+        pts, w = rt.passkey_law(fam, q, 3)
+        from simulations._far_retrieval_theory import rank_probability
+
+        p_est, rad = rank_probability(rule, d, M)
+        assert abs(p_est - rt.rank_one_probability(pts, w, d, M)) < 2.5 * rad
+
+    def test_token_planes_without_a_phase_law_are_estimated(self):
+        from stylized.families import TokenAngles
+
+        tok = TokenAngles(d=8, table=np.random.default_rng(0).uniform(-1.5, 1.5, (7, 4)))
+        r = _run(tok, M=64, n=[1, 4, 64], trials=100)
+        assert r["holds"], r["failed"]
+        assert all(x["theory_kind"].startswith("estimated") for x in r["rows"] if x["kind"] == "rank1")
+
+    def test_refusals_name_the_missing_property(self):
+        from simulations import far_retrieval as fr
+
+        with pytest.raises(ValueError, match=r"needs orthogonal steps \(orthogonal=True\)"):
+            fr.CHECK.parse_params({"family": ShrinkLaw(4), **TINY})
+        with pytest.raises(ValueError, match=r"needs orthogonal steps"):
+            fr.run_laws([ShrinkLaw(4)], fr.CHECK.parse_params(TINY), seed=0, backend="numba")
+        with pytest.raises(ValueError, match=r"needs i\.i\.d\. steps \(iid=True\)"):
+            fr.CHECK.parse_params({"family": "markov-tokens", "d": 8, **TINY})
+
+    def test_estimated_mean_mutant_run_holds_unmutated(self):
+        """The cayley mutant's sizes: the unmutated check holds there (so its flip is the mutation's)."""
+        from simulations import far_retrieval as fr
+        from stylized.falsify import run_reduced
+
+        m = next(x for x in fr.MUTANTS if x.name == "estimated-mean-3pct-low")
+        assert run_reduced(fr.CHECK, seed=0, params=m.params)["holds"]

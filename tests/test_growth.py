@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -15,7 +17,7 @@ from scipy import special
 from scipy.special import logsumexp
 
 from stylized.bounds import chi_power_correlation
-from stylized.families import make_family
+from stylized.families import StepLaw, make_family
 from stylized.farmass import GrowthModel, growth_trials, horizon_trials
 from stylized.growth import (
     forget_gate_mean,
@@ -23,11 +25,22 @@ from stylized.growth import (
     mean_near_sum,
     predict_growth,
     predict_transfer,
+    target_chain,
     wald_horizon,
 )
 from stylized.sampling import equal_energy_query, haar_coordinates, sample_overlaps
 from stylized.scores import haar_mgf
-from stylized.weight_laws import FarLaw, IsotropicChain, ReferenceChain, laplace_ratio_mean, sigma_grid, so2_overlap_mgf
+from stylized.weight_laws import (
+    OVERLAP_SAMPLES,
+    FarLaw,
+    IsotropicChain,
+    ReferenceChain,
+    estimate_radius,
+    laplace_ratio_mean,
+    near_chain,
+    sigma_grid,
+    so2_overlap_mgf,
+)
 
 CONTROLS = ("none", "alibi", "log-scaling", "forget-gate")
 
@@ -243,3 +256,119 @@ def test_so2_target_cumulant_closure_against_monte_carlo():
     assert np.all(np.abs(_z(e, np.exp(lp))) < 4)
     np.testing.assert_allclose(np.exp(lp), e.mean(axis=0), rtol=2e-4)
     np.testing.assert_allclose(tl, (Y[:, None] * e).mean(axis=0) / e.mean(axis=0), rtol=2e-3)
+
+
+# --------------------------------------------------------------------------- any law: the estimated operator, user laws
+@dataclass(frozen=True)
+class DenseReflection(StepLaw):
+    """A user's Householder law drawn as dense matrices that declares its isotropy but no closed form: the chain
+    operator is estimated from its one-step overlap law (and must agree with Householder's exact one)."""
+
+    d: int
+    isotropic: ClassVar[bool] = True
+
+    def sample(self, xrng, shape, xp=np):
+        g = xrng.standard_normal(tuple(shape) + (self.d,))
+        w = g / xp.sqrt(xp.sum(g * g, axis=-1, keepdims=True))
+        return xp.eye(self.d) - 2 * w[..., :, None] * w[..., None, :]
+
+
+class TestEstimatedChain:
+    @pytest.mark.parametrize("d", [3, 5, 16])
+    def test_estimated_operator_agrees_with_the_exact_one(self, d):
+        lam, est, ex = 4.0, IsotropicChain(DenseReflection(d)), IsotropicChain(make_family("householder", d))
+        assert ex.theory_kind == "closed form" and est.theory_kind == f"estimated (Monte Carlo, n = {OVERLAP_SAMPLES})"
+        assert near_chain(DenseReflection(d), 4)[1] == est.theory_kind and not ex.batches()
+        a, b = est.mgf(lam, 6), ex.mgf(lam, 6)
+        radius = estimate_radius([c.mgf(lam, 6) for c in est.batches()])
+        assert np.all(np.abs(a - b) <= 2 * radius + 1e-12) and np.all(radius[1:] < 0.05 * b[1:])
+
+    @pytest.mark.parametrize("d", [3, 13])
+    def test_cayley_chain_against_monte_carlo(self, d):
+        law, lam = make_family("cayley", d), 4.0
+        chain = IsotropicChain(law)
+        pred, radius = chain.mgf(lam, 4), estimate_radius([c.mgf(lam, 4) for c in chain.batches()])
+        y = np.exp(lam * sample_overlaps(law, np.arange(4), 40_000, random_state=5, backend="numpy"))
+        se = y.std(axis=0, ddof=1) / math.sqrt(y.shape[0])
+        assert np.all(np.abs(y.mean(axis=0) - pred) <= 4 * se + radius + 1e-9 * pred)
+
+    def test_estimate_mean_mutant_moves_the_estimate(self):
+        from simulations._far_mass_mutants import estimated_mean_off
+
+        law = make_family("cayley", 5)
+        a = IsotropicChain(law).mgf(0.0, 3)  # E e^{0} = 1 either way
+        b = IsotropicChain(law).mgf(6.0, 3)
+        with estimated_mean_off(0.97):
+            c = IsotropicChain(law).mgf(6.0, 3)
+        assert np.allclose(a, 1.0) and c[2] < 0.95 * b[2] and IsotropicChain(law).mgf(6.0, 3)[2] == b[2]
+
+    def test_reference_chain_laplace_at_a_route_length(self):
+        ref, sig = ReferenceChain(make_family("householder", 8), 4, R=5000, seed=1), np.array([1e-3, 0.1])
+        Y = np.exp(3.0 * ref._t()[:, 2])
+        lp, tl = ref.laplace_at(3.0, 2, sig)
+        e = np.exp(-np.outer(sig, Y))
+        np.testing.assert_allclose(lp, np.log(e.mean(axis=1)), rtol=1e-12)
+        np.testing.assert_allclose(tl, (e @ Y) / e.sum(axis=1), rtol=1e-12)
+
+    def test_plane_harmonics_is_declared_by_the_law(self):
+        from stylized.weight_laws import plane_harmonics
+
+        assert all(plane_harmonics(make_family(n, 8)) for n in ("so2-uniform", "so2-normal", "rope-random"))
+        assert not any(plane_harmonics(make_family(n, 8)) for n in ("householder", "haar", "cayley"))
+        assert target_chain(make_family("rope-random", 8), 3) is None
+        assert isinstance(target_chain(DenseReflection(5), 3), IsotropicChain)
+        assert isinstance(target_chain(TwoStepReflections(5), 3), ReferenceChain)
+
+
+@dataclass(frozen=True)
+class TwoStepReflections(StepLaw):
+    """A user's law declaring nothing (product of two reflections, dense)."""
+
+    d: int
+
+    def sample(self, xrng, shape, xp=np):
+        return DenseReflection(self.d).sample(xrng, tuple(shape), xp) @ DenseReflection(self.d).sample(xrng, tuple(shape), xp)
+
+
+@pytest.mark.parametrize("law", [make_family("cayley", 5), TwoStepReflections(5)], ids=["cayley", "user"])
+def test_transfer_prediction_of_any_law_against_monte_carlo(law):
+    """Estimated (cayley) and simulated-reference (a user's law) target chains against the sweep, 4 s.e. plus the
+    estimate's own 95% radius."""
+    from simulations.transfer import near_and_far
+
+    lam, D, n, Ls, T = 3.0, 6, 2, [24, 192], 1500
+    p = predict_transfer(law, lam, D, n, Ls, equal_energy_query(5))
+    chain = target_chain(law, n)
+    per = [predict_transfer(law, lam, D, n, Ls, equal_energy_query(5), chain=c) for c in chain.batches()] if \
+        hasattr(chain, "batches") else []
+    for k, L in enumerate(Ls):
+        near, far = near_and_far(law, L, D, lam, n, T, np.random.default_rng(k), "numpy")
+        ln = logsumexp(near, axis=1)
+        tot = np.logaddexp(far, ln)
+        meas = np.stack([np.exp(far - tot), np.exp(near[:, n] - tot), np.exp(near[:, n] - ln)], axis=1)
+        pred = np.array([p["rho"][k], p["alpha_target"][k], p["alpha_renorm"]])
+        rad = estimate_radius([[q["rho"][k], q["alpha_target"][k], q["alpha_renorm"]] for q in per]) if per else \
+            0.01 * pred
+        assert np.all(np.abs(meas.mean(axis=0) - pred) <= 4 * _se(meas) + rad)
+
+
+def test_context_sweep_of_a_dense_law_is_the_dense_route_product():
+    """The generic sweep (:func:`transport_context_xp`): ``s_n = qᵀ m_0 ⋯ m_{n−1} k_n`` on the very draws."""
+    from stylized.context_sweep import transport_context_xp
+    from stylized.families import uniform_sphere
+
+    law, L, T, lam, D = TwoStepReflections(5), 12, 3, 2.0, 4
+    q = equal_energy_query(5)
+    near, far = transport_context_xp(law, L, T, np.random.default_rng(9), q, lam, D, target_n=2)
+    rng = np.random.default_rng(9)
+    keys = uniform_sphere(rng, (T, L), 5)
+    keys[:, 2] = q
+    steps = law.sample(rng, (T, L))
+    s = np.empty((T, L))
+    for t in range(T):
+        P = np.eye(5)
+        for n in range(L):
+            s[t, n] = q @ P @ keys[t, n]
+            P = P @ steps[t, n]
+    np.testing.assert_allclose(near, s[:, :D], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(far, logsumexp(lam * s[:, D:], axis=1), rtol=1e-12)

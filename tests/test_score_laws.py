@@ -10,6 +10,7 @@ names its level.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from scipy.stats import ortho_group
 
 from stylized.bounds import haar_coordinate_cdf
 from stylized.counter_rng import stream_keys
-from stylized.families import make_family, uniform_sphere
+from stylized.families import StepLaw, TokenAngles, make_family, uniform_sphere
 from stylized.kernels import householder_chain_normals
 from stylized.score_chains import (
     BERNOULLI_OFFSET,
@@ -36,12 +37,13 @@ from stylized.score_chains import (
 from stylized.score_laws import (
     HaarCoordinate,
     UniformPhaseSum,
+    estimated_far_score_law,
     far_score_law,
     gil_pelaez_cdf,
     haar_expected_max,
     max_mgf_bound,
 )
-from stylized.scores import far_scores
+from stylized.scores import far_law_name, far_scores
 from stylized.transport import route_product
 
 DKW_FALSE_ALARM = 1e-4
@@ -299,3 +301,105 @@ def test_sample_overlaps_haar_shortcut_agrees_with_real_transport():
         ra, sa = np.abs(real[:, c] - 1) < 1e-9, np.abs(short[:, c] - 1) < 1e-9
         assert stats.binomtest(int(ra.sum()), ra.size, 0.7**n).pvalue > 1e-3
         assert stats.ks_2samp(real[~ra, c], short[~sa, c]).pvalue > 1e-3
+
+
+# ---------------------------------------------------------------------------------------
+# the law protocol: chains and post-mixing laws asked of the law (odd d, cayley, a user's law)
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class UserRotation(StepLaw):
+    """A user's law, only ``d`` and ``sample``: the Cayley transform of a Gaussian skew matrix, dense."""
+
+    d: int
+
+    def sample(self, xrng, shape, xp=np):
+        g = xrng.standard_normal(tuple(shape) + (self.d, self.d))
+        a = 0.3 * (g - xp.swapaxes(g, -1, -2))
+        eye = xp.eye(self.d)
+        return xp.linalg.solve(eye + a, xp.broadcast_to(eye - a, a.shape))
+
+
+@dataclass(frozen=True)
+class Doubling(StepLaw):
+    """A user's law that expands: ``M = 2I``."""
+
+    d: int
+
+    def sample(self, xrng, shape, xp=np):
+        return 2.0 * xp.broadcast_to(xp.eye(self.d), tuple(shape) + (self.d, self.d))
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_generic_chains_are_the_dense_route_products_of_the_laws_own_draws(backend):
+    """A law without a chain kernel walks its own draws: s_n = qᵀ M_1 ⋯ M_n k with the draws of a Generator seeded
+    from ``seed`` (one block of N − 1 steps here), on every backend."""
+    law, d, N, size = UserRotation(5), 5, 9, 3
+    q, k = _unit(20, d), _unit(21, d)
+    s = score_chains(law, N, size, seed=7, q=q, k=k, backend=backend)
+    mats = law.sample(np.random.default_rng(7), (size, N - 1))
+    for t in range(size):
+        P, want = np.eye(d), [q @ k]
+        for n in range(N - 1):
+            P = P @ mats[t, n]
+            want.append(q @ P @ k)
+        assert np.allclose(s[t], want, atol=1e-12)
+
+
+@pytest.mark.parametrize("d", [3, 13, 33])
+@pytest.mark.parametrize("name", ["householder", "lazy-haar", "haar", "cayley"])
+def test_chains_run_at_odd_d(name, d):
+    """Odd d for every O(d) law (the SO(2) plane pairing once made it crash), both backends: s_0 = qᵀk, |s| ≤ |q||k|."""
+    fam = make_family(name, d, p=0.5)
+    q, k = _unit(22, d), _unit(23, d)
+    for backend in ("numba", "numpy"):
+        s = score_chains(fam, 6, 40, seed=1, q=q, k=k, backend=backend)
+        assert s.shape == (40, 6) and np.allclose(s[:, 0], q @ k) and np.all(np.abs(s) <= 1 + 1e-12)
+
+
+def test_post_mixing_law_by_declared_capability():
+    q = np.full(6, 6**-0.5)
+    for name in ("householder", "lazy-haar", "haar", "cayley"):
+        fam = make_family(name, 6)
+        assert fam.post_mixing_law == "haar" and far_law_name(fam) == "haar"
+        assert far_score_law(fam, q, q) == HaarCoordinate(6, float(np.linalg.norm(q) ** 2))
+    for name in ("so2-uniform", "so2-normal", "rope-random"):
+        assert isinstance(far_score_law(make_family(name, 6), q, q), UniformPhaseSum)
+    table = np.random.default_rng(0).uniform(-1.0, 1.0, (4, 3))
+    assert TokenAngles(d=6, table=table).post_mixing_law == "estimated"  # a finite table: equidistribution not declared
+    assert UserRotation(6).post_mixing_law == "estimated"
+
+
+def test_estimated_reference_matches_the_closed_form_and_carries_its_intervals():
+    """householder (d = 5) through the estimated path agrees with its exact Haar-coordinate law: KS at 1e-3, each
+    95% tail and MGF interval holds the exact value (fixed seed), the Hoeffding top lies above ln E e^{βs}."""
+    fam = make_family("householder", 5)
+    q = np.full(5, 5**-0.5)
+    ref, exact = estimated_far_score_law(fam, q, q), far_score_law(fam, q, q)
+    assert ref.n == 4 * math.ceil(math.log(0.01) / math.log(1 - 0.4)) and ref.size == 20000
+    assert ref.theory_kind.startswith("estimated (Monte Carlo post-mixing reference") and ref.tail_bound(0.2) is None
+    assert stats.kstest(ref.sample, exact.cdf).pvalue > 1e-3
+    assert ref.ks_test(2 * np.random.default_rng(3).beta(2, 2, 3000) - 1).pvalue > 1e-3  # d = 5: Beta(2, 2)
+    for t in (0.1, 0.3, 0.5):
+        lo, hi = ref.sf_interval(t)
+        assert lo <= float(exact.sf(t)) <= hi and exact.sf_interval(t) == (float(exact.sf(t)),) * 2
+    lo, hi = ref.mgf_interval(3.0)
+    assert lo <= exact.mgf(3.0) <= hi
+    assert all(ref.log_mgf_upper(b) >= exact.log_mgf(b) for b in (0.5, 2.0, 8.0, 100.0))
+    assert estimated_far_score_law(fam, q, q) is ref  # cached
+
+
+def test_estimated_reference_refuses_laws_it_cannot_estimate():
+    q = np.full(4, 0.5)
+    with pytest.raises(ValueError, match=r"family doubling: .*the law expands"):
+        estimated_far_score_law(Doubling(4), q, q, n=3)
+    with pytest.raises(ValueError, match=r"family doubling: .*needs a law that mixes"):
+        estimated_far_score_law(Doubling(4), q, q)  # ||E[M]|| = 2: γ < 0, no window
+
+
+def test_far_scores_asks_the_law():
+    """far_scores walks any law (cayley, a user's law) at odd d; n = 0 is qᵀk; chunks give one draw stream."""
+    for fam in (make_family("cayley", 7), UserRotation(7), make_family("householder", 7)):
+        s = far_scores(fam, 4, 50, 0, "numpy")
+        assert s.shape == (50,) and np.all(np.abs(s) <= 1 + 1e-12)
+    fam = make_family("lazy-haar", 9, p=0.3)
+    assert np.array_equal(far_scores(fam, 5, 30, 4, chunk=7)[:7], far_scores(fam, 5, 7, 4))

@@ -186,7 +186,9 @@ def test_tail_never_exceeds_bound_beyond_its_interval(name, d, t, seed):
     n = int(4 * fam.mixing_window(0.01))
     s = far_scores(fam, n, 1500, np.random.default_rng(seed))
     q = np.full(d, 1 / math.sqrt(d))
-    bound = float(levy_tail(t, d)) if fam.kind != "so2" else float(hoeffding_tail(t, np.hypot(q[0::2], q[1::2]) ** 2))
+    bound = float(fam.far_score_law(q, q).tail_bound(t))  # Lévy (O(d)) or Hoeffding (SO(2)), by the law's capability
+    assert bound == pytest.approx(float(levy_tail(t, d)) if fam.post_mixing_law == "haar"
+                                  else float(hoeffding_tail(t, np.hypot(q[0::2], q[1::2]) ** 2)), rel=1e-14)
     est = tail_estimates(s, [t])[0]
     lo = proportion_ci(int(round(est.estimate * s.size)), s.size, level=0.999).ci_low
     assert lo <= bound

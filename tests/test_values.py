@@ -259,3 +259,96 @@ def test_tilt_floor_by_family():
     assert tilt_floor(tok, b, 4.0) is None and tilt_floor(make_family("haar", 8), b, 0.0) == 0.0
     # small λ/d: both floors ≈ (λ/d)² (the tilt is linear)
     assert torus_tilt_floor(np.ones(64), 4.0) == pytest.approx(haar_tilt_floor(64, 4.0), rel=1e-2)
+
+
+# ---------------------------------------------------------------------------------------
+# the step-law protocol: the lag form of every law, estimated theories with their radius
+# ---------------------------------------------------------------------------------------
+LAW_CASES = FAMS + [("householder", {"d": 5}), ("haar", {"d": 13}), ("lazy-haar", {"p": 0.3, "d": 3}),
+                    ("cayley", {"d": 5})]
+
+
+@pytest.mark.parametrize("name,kw", LAW_CASES)
+def test_lag_form_equals_the_pair_form(name, kw):
+    """b̂ᵀE[P_m]b̂ from the law's mean_overlap (the form of every law) = Σ_r w_r Re z_r^m; same plug-in, same exact value."""
+    from stylized.value_theory import _coherent_lags, lag_correlations, toeplitz_form
+
+    kw = dict(kw)
+    d = kw.pop("d", 8)
+    fam = build_family(name, d, **kw)
+    b = np.random.default_rng(5).normal(size=d)
+    w, z = correlation_pairs(fam, b)
+    c = lag_correlations(fam, b, 40)
+    assert c == pytest.approx([float(np.real(z**m) @ w) for m in range(40)], abs=1e-12)
+    a = np.random.default_rng(6).random((3, 40))
+    assert toeplitz_form(a, c) == pytest.approx(quadratic_form(a, w, z), rel=1e-10)
+    assert _coherent_lags(c, 40) == pytest.approx(qkv_interference_theory(fam, b, 40), rel=1e-10)
+
+
+def test_estimated_theory_carries_a_radius_and_matches_monte_carlo():
+    """cayley (no closed-form E[M]): the estimated exact value agrees with Monte Carlo within both intervals; a closed
+    form has radius 0; one far source is exact."""
+    from stylized.value_theory import qkv_interference_radius
+
+    cay, hh = make_family("cayley", 5), make_family("householder", 5)
+    b = np.ones(5)
+    assert qkv_interference_radius(hh, b, 16) == 0.0 and qkv_interference_radius(cay, b, 1) == 0.0
+    rad = qkv_interference_radius(cay, b, 12)
+    assert 0 < rad < 0.01
+    e = mean_ci(far_energy_samples(cay, 12, 3, 3000, np.random.default_rng(1))["qkv"], 0.999)
+    th = qkv_interference_theory(cay, b, 12)
+    assert e.ci_low - rad <= th <= e.ci_high + rad
+
+
+def test_plugin_radius_only_for_an_estimated_mean():
+    cay = make_family("cayley", 5)
+    s = far_energy_samples(cay, 8, 2, 50, np.random.default_rng(0), weights="softmax", lam=3.0)
+    assert np.all(s["plugin-radius"] > 0)
+    s = far_energy_samples(make_family("householder", 5), 8, 2, 50, np.random.default_rng(0), weights="softmax")
+    assert "plugin-radius" not in s
+
+
+def test_dependent_steps_use_the_lag_form():
+    """A Markov token chain (iid = False): no correlation pairs, E[P_m] from the law itself; the exact value and the
+    plug-in agree with Monte Carlo (99.9% intervals, seed fixed)."""
+    from stylized.laws.registry import law_names
+    from stylized.value_theory import has_correlation_pairs
+
+    if "markov-tokens" not in law_names():
+        pytest.skip("no markov-tokens law registered")
+    law = make_family("markov-tokens", 8, switch=0.1)
+    b = np.full(8, 1 / np.sqrt(8))
+    assert not has_correlation_pairs(law)
+    with pytest.raises(ValueError, match="i.i.d"):
+        correlation_pairs(law, b)
+    s = far_energy_samples(law, 12, 3, 4000, np.random.default_rng(1))
+    assert mean_ci(s["qkv"], 0.999).contains(qkv_interference_theory(law, b, 12))
+    s = far_energy_samples(law, 12, 3, 2000, np.random.default_rng(2), weights="softmax", lam=3.0)
+    assert mean_ci(s["qkv"] - s["plugin"], 0.999).contains(0.0)
+
+
+def test_mixing_capabilities_replace_names():
+    from stylized.families import TokenAngles
+    from stylized.value_theory import tilt_floor
+
+    b = np.ones(8)
+    assert make_family("haar", 8).mixes_in_one_step and make_family("lazy-haar", 8, p=1.0).mixes_in_one_step
+    assert not make_family("lazy-haar", 8, p=0.4).mixes_in_one_step
+    assert tilt_floor(make_family("cayley", 7), np.ones(7), 4.0) == haar_tilt_floor(7, 4.0)
+    assert tilt_floor(TokenAngles(d=8, table=np.zeros((2, 4))), b, 4.0) is None
+    assert not TokenAngles(d=8, table=np.zeros((2, 4))).mixes_to_uniform and make_family("rope-random", 8).mixes_to_uniform
+
+
+@pytest.mark.parametrize("name", ["lazy-haar", "haar"])
+def test_pathwise_steps_of_a_flag_law_are_dense_haar(name):
+    """pathwise_steps: the flags, then a Haar matrix per flag from the same Generator (what draw_route_steps gave)."""
+    from stylized.values import draw_route_steps
+
+    fam = make_family(name, 5, p=0.5)
+    m = draw_route_steps(fam, 40, 3, np.random.default_rng(0))
+    assert m.shape == (40, 3, 5, 5) and fam.pathwise_ndim == 2
+    assert np.allclose(m @ np.swapaxes(m, -1, -2), np.eye(5), atol=1e-12)
+    rng = np.random.default_rng(0)
+    mask = fam.sample(rng, (40, 3))
+    assert np.array_equal(m[~mask], np.broadcast_to(np.eye(5), (int((~mask).sum()), 5, 5)))
+    assert np.array_equal(m[mask], orthogonal_dense(rng, (int(mask.sum()),), 5))

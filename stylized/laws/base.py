@@ -24,7 +24,8 @@ Declared capabilities (class attributes) replace every test of a law's name or k
 invariant under conjugation by ``O(d)``, so ``E[M] = (1 − γ) I`` and after mixing a transported unit
 vector is uniform on ``S^{d−1}``), ``planes`` (commuting SO(2) planes with characteristic values
 ``χ_b``; such a law also defines :meth:`chi`), ``step_ndim`` (trailing axes of one structured draw:
-``2`` dense, ``1`` a vector such as a reflection or plane angles, ``0`` a flag).
+``2`` dense, ``1`` a vector such as a reflection or plane angles, ``0`` a flag), ``pathwise`` (``False``
+when a draw fixes the step only in law, as the Haar-step flag does: :meth:`apply` then needs ``xrng``).
 
 Example: the smallest user law, a Cayley transform of a Gaussian skew matrix
 
@@ -57,6 +58,7 @@ import numpy as np
 from ..backend import namespace_of
 from ..bounds import mixing_window
 from ..counter_rng import as_generator
+from .check_hooks import AttentionSweepHooks, ContextWindowHooks, OverlapLawHooks, ScoreChainHooks, ValueTransportHooks
 
 __all__ = ["StepLaw", "MeanEstimate", "MEAN_SAMPLES", "law_label", "check_dimension"]
 
@@ -98,7 +100,7 @@ def law_label(cls: type) -> str:
 
 
 @dataclass(frozen=True)
-class StepLaw:
+class StepLaw(ScoreChainHooks, ContextWindowHooks, AttentionSweepHooks, ValueTransportHooks, OverlapLawHooks):
     """A law of i.i.d. steps ``M_t`` in dimension ``d``: subclass it and define :meth:`sample`.
 
     Everything else (mean, gap ``γ``, window, ``qᵀE[M]ⁿq``, transport along routes, score walks)
@@ -115,6 +117,9 @@ class StepLaw:
     isotropic: ClassVar[bool] = False
     planes: ClassVar[bool] = False
     step_ndim: ClassVar[int] = 2
+    pathwise: ClassVar[bool] = True  # apply(step, x) is a function of the draw (False: applied in law, needs xrng)
+    # -- markov-tokens: steps independent along the step axis (False: a chain, E[P_n] ≠ E[M]ⁿ; see markov_tokens) --
+    iid: ClassVar[bool] = True
 
     # -- identity ---------------------------------------------------------------------------
     @property

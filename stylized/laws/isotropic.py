@@ -18,7 +18,7 @@ from ..backend import namespace_of
 from ..counter_rng import as_generator
 from ..family_args import validate_family_args
 from .base import StepLaw as StepFamily
-from .step_ops import beta_step, haar_law_queries, haar_law_sum, uniform_sphere
+from .step_ops import beta_step, haar_law_queries, haar_law_sum, orthogonal_dense, uniform_sphere
 
 __all__ = ["Householder", "LazyHaar", "Haar"]
 
@@ -58,10 +58,6 @@ class Householder(_ScalarMean):
 
     step_ndim: ClassVar[int] = 1
 
-    @property
-    def kind(self) -> str:  # transitional: read by modules not yet on the law protocol
-        return "householder"
-
     def apply(self, step, x, *, transpose: bool = False, xrng=None):
         """``x − 2w(w·x)`` (symmetric: ``M = Mᵀ``)."""
         return beta_step(x, step)
@@ -95,6 +91,54 @@ class Householder(_ScalarMean):
         w = self.rvs(size * nmax, rng).reshape(size, nmax, self.d)
         return kernel("householder_overlaps", backend)(w, q, ns)
 
+    # -- score chains (score-gap, haar-law) --------------------------------------------------
+    def score_chains(self, N: int, size: int, seed, q, k, backend: str = "numba"):
+        """Real reflections ``w = g/|g|``: the counter-stream kernel (``numba``) or its namespace twin
+        (:func:`stylized.score_chains.householder_chains`)."""
+        from ..score_chains import householder_chains
+
+        return householder_chains(q, k, int(N), int(size), seed, backend)
+
+    # -- attention sweep and overlap chain (transfer, far-mass-growth) -------------------------
+    def fast_transported_queries(self, steps, q, backend: str):
+        """The reflection kernel ``householder_queries`` (Numba on ``backend="numba"``, else its NumPy twin)."""
+        from ..kernels import kernel
+
+        return kernel("householder_queries", backend)(np.ascontiguousarray(steps), q)
+
+    def overlap_transition(self, nodes, basis, n_quad: int = 24):
+        """``t' = t(1 − 2w₁²) − 2√(1−t²) w₁w₂`` with ``(w₁, w₂)`` two coordinates of a uniform unit vector, by product
+        Gauss–Jacobi quadrature (:func:`stylized.weight_laws.householder_transition`)."""
+        from ..weight_laws import householder_transition
+
+        return householder_transition(self.d, nodes, basis, n_quad)
+
+    def overlap_law(self, q, n: int, h: float):  # the law of qᵀP_n q (far-retrieval)
+        """The Chebyshev nodes and weights ``e_0ᵀKⁿ`` of the overlap chain (:class:`stylized.weight_laws.IsotropicChain`):
+        signed weights, accurate for smooth functionals only (``"approximation (chain quadrature)"``)."""
+        from ..weight_laws import IsotropicChain
+
+        chain = IsotropicChain(self)
+        return chain.nodes.copy(), np.linalg.matrix_power(chain.K, int(n))[0], "approximation (chain quadrature)"
+
+    # -- in-context windows (mixing) -------------------------------------------------------------
+    def context_overlaps(self, steps, q, nmax: int, *, stride: int = 1, xrng=None, backend: str = "numpy"):
+        """The Numba stride-grid kernel on ``backend="numba"`` (host reflection vectors ``w``, one context
+        at a time); the generic walk :meth:`StepLaw.context_overlaps` otherwise."""
+        if backend != "numba" or not isinstance(steps, np.ndarray):
+            return StepFamily.context_overlaps(self, steps, q, nmax, stride=stride, xrng=xrng, backend=backend)
+        from ..scores import householder_window_sums_numba
+
+        if not 0 <= nmax <= steps.shape[-2] - 1:
+            raise ValueError(f"nmax must lie in [0, L − 1] = [0, {steps.shape[-2] - 1}], got {nmax}")
+        q = np.ascontiguousarray(q, dtype=float)
+        flat = steps.reshape((-1,) + steps.shape[-2:])
+        out = np.empty((flat.shape[0], nmax + 1))
+        for c in range(flat.shape[0]):
+            sums, counts = householder_window_sums_numba(flat[c], q, stride, nmax)
+            out[c] = sums / counts
+        return out.reshape(steps.shape[:-2] + (nmax + 1,))
+
     @property
     def spectral_gap(self) -> float:
         """``γ = 2/d`` (closed form)."""
@@ -123,10 +167,7 @@ class LazyHaar(_ScalarMean):
         validate_family_args("lazy-haar", self.d, p=self.p)
 
     step_ndim: ClassVar[int] = 0
-
-    @property
-    def kind(self) -> str:  # transitional: read by modules not yet on the law protocol
-        return "haar"
+    pathwise: ClassVar[bool] = False
 
     def apply(self, step, x, *, transpose: bool = False, xrng=None):
         """Exact in law: a Haar step maps ``x`` to ``||x||`` times a fresh uniform unit vector (from ``xrng``),
@@ -199,6 +240,73 @@ class LazyHaar(_ScalarMean):
             prev = n
         return out
 
+    # -- attention sweep and overlap chain (transfer, far-mass-growth) -------------------------
+    def walk_block(self, steps, u, *, xrng=None, norm: float | None = None):
+        """Exact in law: at a Haar step the vector becomes its norm (``norm`` where given) times a fresh uniform unit
+        vector, drawn for the whole block at once after the steps; a lazy step keeps it.  Dense Haar matrices:
+        the generic walk."""
+        if self._dense_steps(steps):
+            return self._as_dense().walk_block(steps, u)
+        if xrng is None:
+            raise ValueError("a Haar-step flag is applied in law: pass xrng")
+        xp = namespace_of(u)
+        lead = u.shape[:-1]
+        m = steps.shape[len(lead)]
+        sphere = uniform_sphere(xrng, steps.shape, self.d, xp)
+        fresh = float(norm) * sphere if norm is not None else \
+            sphere * xp.linalg.norm(u, axis=-1, keepdims=True)[..., None, :]
+        U = xp.empty(lead + (m, self.d))
+        for t in range(m):
+            U[..., t, :] = u
+            u = xp.where(steps[..., t, None], fresh[..., t, :], u)
+        return U, u
+
+    def overlap_transition(self, nodes, basis, n_quad: int = 24):
+        """Stay with probability ``1 − p``, else a fresh Haar coordinate (:func:`stylized.weight_laws.haar_transition`)."""
+        from ..weight_laws import haar_transition
+
+        return haar_transition(self.d, float(self.p), nodes, basis, n_quad)
+
+    def overlap_law(self, q, n: int, h: float):  # the law of qᵀP_n q (far-retrieval)
+        """Exact: an atom ``s = |q|²`` of weight ``(1 − p)ⁿ`` (no Haar step yet), else a ``|q|²``-scaled Haar
+        coordinate binned on ``hℤ`` (:func:`stylized.overlap_laws.haar_bins`; ``|q| = 1`` expected)."""
+        from ..overlap_laws import haar_bins
+
+        atom = (1.0 - self.p) ** int(n)
+        pts, w = haar_bins(self.d, h)
+        return np.r_[pts, 1.0], np.r_[(1.0 - atom) * w, atom], "closed form"
+
+    # -- in-context windows (mixing) -------------------------------------------------------------
+    def context_overlaps(self, steps, q, nmax: int, *, stride: int = 1, xrng=None, backend: str = "numpy"):
+        """The exact law per query for a unit ``q`` (:func:`stylized.scores.haar_window_sums`): ``qᵀ P_{i−n→i} q
+        = qᵀq`` until the first Haar step back from ``i``, then a fresh Haar coordinate at every Haar step;
+        ``xrng`` (the namespace's Generator) draws them.  Dense Haar matrices: the generic walk."""
+        if self._dense_steps(steps):
+            return self._as_dense().context_overlaps(steps, q, nmax, stride=stride, xrng=xrng, backend=backend)
+        from ..scores import haar_window_sums
+
+        if not 0 <= nmax <= steps.shape[-1] - 1:
+            raise ValueError(f"nmax must lie in [0, L − 1] = [0, {steps.shape[-1] - 1}], got {nmax}")
+        if xrng is None:
+            raise ValueError("a Haar-step flag is applied in law: pass xrng")
+        q = np.asarray(q, dtype=float)
+        if abs(float(q @ q) - 1.0) > 1e-9:
+            raise ValueError(f"the exact Haar-step law of qᵀ P q here needs a unit q, got ||q||² = {float(q @ q)!r}")
+        sums, counts = haar_window_sums(steps, xrng, self.d, stride, nmax, float(q @ q))
+        return sums / namespace_of(sums).asarray(counts)
+
+    # -- score chains (score-gap, haar-law) --------------------------------------------------
+    def score_chains(self, N: int, size: int, seed, q, k, backend: str = "numba"):
+        """Real steps: each Haar step a full Haar matrix (Householder QR of Gaussian normals, applied unstored),
+        by the counter-stream kernel (``numba``) or its twin (:func:`stylized.score_chains.haar_chains`)."""
+        from ..score_chains import haar_chains
+
+        return haar_chains(q, k, int(N), int(size), seed, backend, float(self.p))
+
+    def unmixed_probability(self, n: int) -> float:
+        """``(1 − p)ⁿ``: no Haar step in ``n`` steps, so ``P_n = I`` (``0`` for Haar)."""
+        return (1.0 - self.p) ** n
+
     @property
     def spectral_gap(self) -> float:
         """``γ = p`` (closed form; ``1`` for Haar)."""
@@ -206,6 +314,24 @@ class LazyHaar(_ScalarMean):
 
     def sample(self, xrng, shape: tuple, xp=np):
         return xrng.random(tuple(shape)) < self.p
+
+    # -- value transports and route mixing (value checks: value-incoherence … value-independent-stream) --
+    @property
+    def mixes_in_one_step(self) -> bool:
+        """Haar (``p = 1``): every step maps ``x`` to ``||x||`` times a fresh uniform unit vector."""
+        return self.p == 1.0
+
+    def pathwise_steps(self, xrng, shape: tuple, xp=np):
+        """Dense steps: the Haar-step flags (:meth:`sample`), then a Haar matrix for each flag drawn with the
+        same ``xrng`` (:func:`~stylized.laws.step_ops.orthogonal_dense`: LAPACK QR on NumPy, Gram–Schmidt on
+        another namespace), the identity elsewhere."""
+        shape = tuple(int(x) for x in shape)
+        mask = self.sample(xrng, shape, xp)
+        mats = xp.broadcast_to(xp.eye(self.d), shape + (self.d, self.d)).copy()
+        k = int(mask.sum())
+        if k:
+            mats[mask] = orthogonal_dense(xrng, (k,), self.d, xp=xp, method="qr" if xp is np else "gram-schmidt")
+        return mats
 
     def dense(self, draws: np.ndarray, random_state=None) -> np.ndarray:
         mask = np.asarray(draws, dtype=bool)

@@ -23,7 +23,9 @@ from importlib.metadata import entry_points
 
 from .base import StepLaw
 from .cayley import Cayley
+from .contraction import Contraction
 from .isotropic import Haar, Householder, LazyHaar
+from .markov_tokens import markov_tokens
 from .so2 import RopeRandom, SO2Normal, SO2Uniform
 
 __all__ = ["FAMILY_NAMES", "register_law", "law_names", "make_family", "resolve_law", "LAWS_GROUP"]
@@ -120,3 +122,5 @@ register_law("householder", Householder)
 register_law("lazy-haar", LazyHaar)
 register_law("haar", Haar)
 register_law("cayley", Cayley)
+register_law("markov-tokens", markov_tokens)  # Markov token chains (markov-tokens)
+register_law("contraction", Contraction)  # PaTH contraction I − β w wᵀ (contraction-norm)

@@ -6,6 +6,7 @@ values ``χ_b = E[e^{iθ_b}]`` (the closed-form ``E[M]``), and transports by acc
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -45,10 +46,6 @@ class SO2Family(StepFamily):
 
     planes: ClassVar[bool] = True
     step_ndim: ClassVar[int] = 1
-
-    @property
-    def kind(self) -> str:  # transitional: read by modules not yet on the law protocol
-        return "so2"
 
     @property
     def n_planes(self) -> int:
@@ -134,6 +131,55 @@ class SO2Family(StepFamily):
             A = Ab[:, -1, :]
         return out
 
+    # -- in-context windows (mixing) -------------------------------------------------------------
+    def context_plan(self, L: int, window: float, backend: str = "numpy") -> tuple[int, int, int]:
+        """Every pair of a context at once (FFT): ``nmax = L − 1``, ``stride = 1``, ``2¹⁶/L`` contexts per batch."""
+        return L - 1, 1, max(1, (1 << 16) // L)
+
+    def context_overlaps(self, steps, q, nmax: int, *, stride: int = 1, xrng=None, backend: str = "numpy"):
+        """All pairs (``stride = 1``): ``Σ_b (q_{2b}² + q_{2b+1}²) mean_{i−j=n} cos A_{j→i,b}`` by the FFT
+        autocorrelation of ``e^{iC_t}`` (:func:`stylized.scores.so2_pair_correlation`); the generic walk
+        for a coarser grid."""
+        if stride != 1:
+            return StepFamily.context_overlaps(self, steps, q, nmax, stride=stride, xrng=xrng, backend=backend)
+        from ..scores import so2_pair_correlation
+
+        if not 0 <= nmax <= steps.shape[-2] - 1:
+            raise ValueError(f"nmax must lie in [0, L − 1] = [0, {steps.shape[-2] - 1}], got {nmax}")
+        q = np.asarray(q, dtype=float)
+        w = namespace_of(steps).asarray(q[0::2] ** 2 + q[1::2] ** 2)
+        return so2_pair_correlation(steps, nmax) @ w
+
+    # -- attention sweep and harmonics (transfer, far-mass-growth) ---------------------------------
+    def context_sweep(self, L: int, size: int, xrng, q, lam: float, D: int, target_n: int | None = None, xp=np,
+                      backend: str = "numpy"):
+        """The plane sweep: angles and per-plane key projections drawn by :func:`stylized.context_sweep.so2_context_inputs`,
+        scored by the Numba kernel ``so2_context_numba`` (``backend="numba"``) or its namespace twin ``so2_context_numpy``."""
+        from ..context_sweep import so2_context_inputs, so2_context_numba, so2_context_numpy
+
+        sweep = so2_context_numba if backend == "numba" else so2_context_numpy
+        return sweep(*so2_context_inputs(self, L, size, xrng, q, target_n, xp), lam, D)
+
+    def chi_harmonic(self, j) -> np.ndarray:
+        """``χ_b(j) = E e^{ijθ_b}`` for harmonics ``j`` (complex, ``(len(j), d/2)``); a plane law without a closed
+        form does not define it."""
+        raise NotImplementedError(f"{self.name} has no closed-form harmonics E e^{{ijθ_b}}")
+
+    # -- per-plane phase laws (far-retrieval) -----------------------------------------------------
+    def phase_harmonics(self, b: int, n: int) -> int:
+        """Harmonics ``J`` the Fourier series of plane ``b``'s folded phase law after ``n`` steps needs
+        (``|χ_b(j)|ⁿ`` negligible past ``J``); a plane law without a continuous angle law (a token table)
+        does not define it, and then has no closed-form :meth:`folded_phase_cdf`."""
+        raise NotImplementedError(f"{self.name} has no continuous law of its plane angles")
+
+    def folded_phase_cdf(self, b: int, n: int, u):
+        """``G(u) = P(|A_{n,b}| ≤ u)`` for ``u ∈ [0, π]``, ``A_{n,b}`` plane ``b``'s accumulated angle after ``n``
+        i.i.d. steps wrapped to ``(−π, π]``: ``u/π + (2/π) Σ_{j≤J} Re χ_b(j)ⁿ sin(ju)/j``
+        (:func:`stylized.overlap_laws.phase_series_cdf`, ``J`` from :meth:`phase_harmonics`)."""
+        from ..overlap_laws import phase_series_cdf
+
+        return phase_series_cdf(self, b, n, u, self.phase_harmonics(b, n))
+
     def mean_power(self, n: int) -> np.ndarray:
         chi = self.chi() ** int(n)
         out = np.zeros((self.d, self.d))
@@ -176,11 +222,47 @@ class SO2Uniform(SO2Family):
         validate_family_args("so2-uniform", self.d, omega=self.omega)
 
     @property
+    def mixes_to_uniform(self) -> bool:  # value checks: angles with a density equidistribute on the torus
+        return True
+
+    @property
     def omegas(self) -> np.ndarray:
         return np.broadcast_to(np.asarray(self.omega, dtype=float), (self.d // 2,)).copy()
 
     def chi(self) -> np.ndarray:
         return _sinc(self.omegas).astype(complex)
+
+    def chi_harmonic(self, j) -> np.ndarray:
+        return np.sinc(np.asarray(j, dtype=float)[:, None] * self.omegas[None, :] / np.pi).astype(complex)
+
+    # -- per-plane phase laws (far-retrieval) -----------------------------------------------------
+    def phase_harmonics(self, b: int, n: int) -> int:
+        """``J = ⌈max(√(192/n), 10^{13/n})/ω_b⌉`` (``|sinc(jω_b)|ⁿ ≤ (jω_b)^{−n}``)."""
+        return math.ceil(max(math.sqrt(6 * 32 / n), 10 ** (13 / n)) / float(self.omegas[b]))
+
+    def folded_phase_cdf(self, b: int, n: int, u):
+        """The wrapped Irwin–Hall law for ``n ≤`` :data:`stylized.overlap_laws.IH_MAX` (exact), else the series."""
+        from .. import overlap_laws
+
+        if n <= overlap_laws.IH_MAX:
+            return overlap_laws.wrapped_uniform_sum_cdf(float(self.omegas[b]), n, u)
+        return SO2Family.folded_phase_cdf(self, b, n, u)
+
+    def fast_context_sweep(self, L: int, size: int, rng, q, lam: float, D: int, target_n: int | None, backend: str):
+        """The fused counter-RNG kernel on ``backend="numba"`` (:func:`stylized.kernels.so2_context_sampled`)."""
+        if backend != "numba":
+            return None
+        from ..kernels import so2_context_sampled
+
+        return so2_context_sampled(self, L, size, int(rng.integers(2**63)), q, lam, D, target_n)
+
+    # -- score chains (score-gap, haar-law) --------------------------------------------------
+    def score_chains(self, N: int, size: int, seed, q, k, backend: str = "numba"):
+        """Uniform plane angles ``θ_b = ω_b(2u − 1)``: the counter-stream kernel (``numba``) or its twin
+        (:func:`stylized.score_chains.so2_chains`)."""
+        from ..score_chains import so2_chains
+
+        return so2_chains(q, k, int(N), int(size), seed, backend, False, np.zeros(self.d // 2), self.omegas)
 
     def sample(self, xrng, shape: tuple, xp=np):
         return xrng.uniform(-1.0, 1.0, size=tuple(shape) + (self.d // 2,)) * xp.asarray(self.omegas)
@@ -222,6 +304,10 @@ class SO2Normal(SO2Family):
     def __post_init__(self):
         validate_family_args("so2-normal", self.d, sigma=self.sigma, mu=self.mu)
 
+    @property
+    def mixes_to_uniform(self) -> bool:  # value checks: angles with a density equidistribute on the torus
+        return True
+
     def _mu_sigma(self) -> tuple[np.ndarray, np.ndarray]:
         B = self.d // 2
         return (np.broadcast_to(np.asarray(self.mu, dtype=float), (B,)).copy(),
@@ -230,6 +316,24 @@ class SO2Normal(SO2Family):
     def chi(self) -> np.ndarray:
         mu, sg = self._mu_sigma()
         return np.exp(-0.5 * sg**2) * np.exp(1j * mu)
+
+    def chi_harmonic(self, j) -> np.ndarray:
+        mu, sg = self._mu_sigma()
+        j = np.asarray(j, dtype=float)[:, None]
+        return np.exp(-0.5 * (j * sg) ** 2 + 1j * j * mu)
+
+    def phase_harmonics(self, b: int, n: int) -> int:  # per-plane phase laws (far-retrieval)
+        """``J = ⌈√(64/n)/σ_b⌉`` (``|χ_b(j)|ⁿ = e^{−nj²σ_b²/2}``)."""
+        return math.ceil(math.sqrt(2 * 32 / n) / float(self._mu_sigma()[1][b]))
+
+    # -- score chains (score-gap, haar-law) --------------------------------------------------
+    def score_chains(self, N: int, size: int, seed, q, k, backend: str = "numba"):
+        """Normal plane angles ``θ_b = μ_b + σ_b g``: the counter-stream kernel (``numba``) or its twin
+        (:func:`stylized.score_chains.so2_chains`)."""
+        from ..score_chains import so2_chains
+
+        mu, sg = self._mu_sigma()
+        return so2_chains(q, k, int(N), int(size), seed, backend, True, mu, sg)
 
     def sample(self, xrng, shape: tuple, xp=np):
         mu, sg = self._mu_sigma()
@@ -259,6 +363,10 @@ class TokenAngles(SO2Family):
 
     def chi(self) -> np.ndarray:
         return self.probs @ np.exp(1j * self.table)
+
+    def chi_harmonic(self, j) -> np.ndarray:
+        j = np.asarray(j, dtype=float)[:, None]
+        return np.einsum("v,jvb->jb", self.probs, np.exp(1j * j[:, :, None] * self.table[None]))
 
     def sample_tokens(self, xrng, shape: tuple, xp=np):
         """Tokens ``x_t ~ probs`` by inverse CDF (NumPy's ``Generator.choice`` with ``p``, draw for draw)."""

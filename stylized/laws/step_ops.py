@@ -97,3 +97,37 @@ def haar_law_sum(mask, weights, values, rng=None, fresh: Callable | None = None)
         f = fresh(n) * xp.linalg.norm(r, axis=-1, keepdims=True)
         r = weights[..., n, None] * values[..., n, :] + xp.where(mask[..., n + 1, None], f, r)
     return r
+
+
+# -- dense Haar matrices (value checks: pathwise Haar steps; moved from stylized.values) --
+__all__ += ["gram_schmidt", "orthogonal_dense"]
+
+
+def gram_schmidt(g):
+    """Orthonormal columns of each ``(…, d, d)`` matrix: classical Gram–Schmidt applied twice (CGS2).
+
+    ``R`` has a positive diagonal by construction, so for Gaussian ``g`` this is Mezzadri's
+    ``Q·sign(diag R)`` (Haar on ``O(d)``) up to rounding, in ``d`` passes vectorised over the batch.
+    """
+    xp = namespace_of(g)
+    q = xp.empty_like(g)
+    for j in range(g.shape[-1]):
+        v = g[..., j, None]
+        if j:  # twice is enough: orthogonal to rounding unless g is numerically singular
+            for _ in range(2):
+                v = v - q[..., :j] @ (xp.swapaxes(q[..., :j], -1, -2) @ v)
+        q[..., j] = (v / xp.linalg.norm(v, axis=-2, keepdims=True))[..., 0]
+    return q
+
+
+def orthogonal_dense(rng, shape: tuple, d: int, *, xp=np, method: str = "qr"):
+    """Haar matrices on ``O(d)`` from Gaussians ``G``: ``Q·sign(diag R)`` of the QR of ``G`` (Mezzadri).
+
+    ``method="gram-schmidt"`` orthonormalises ``G`` by :func:`gram_schmidt` instead (the same law;
+    used on the CuPy path, whose batched QR loops over the matrices).
+    """
+    g = rng.standard_normal(size=tuple(shape) + (d, d))
+    if method == "gram-schmidt":
+        return gram_schmidt(g)
+    q, r = xp.linalg.qr(g)
+    return q * xp.sign(xp.diagonal(r, axis1=-2, axis2=-1))[..., None, :]

@@ -1,0 +1,3 @@
+"""Step laws: the protocol (:mod:`.base`), its array primitives (:mod:`.step_ops`), the built-in laws
+(:mod:`.so2`, :mod:`.isotropic`, :mod:`.cayley`, :mod:`.contraction`, :mod:`.markov_tokens`) and the
+registry behind ``make_family`` (:mod:`.registry`)."""
