@@ -74,6 +74,16 @@ test: setup
 test-all: setup
 	$(BIN)/python -m pytest -q
 
+# The documentation site (docs/README.md): API reference, one page per claim, tutorials; every example in
+# docs/examples/ and every docstring example runs, and any warning fails the build.
+.PHONY: docs
+docs: $(VENV)/.docs-installed
+	$(BIN)/python -m sphinx -W --keep-going -b html -d build/docs/doctrees docs build/docs/html
+
+$(VENV)/.docs-installed: $(VENV)/.installed pyproject.toml
+	$(BIN)/python -m pip install -q -e ".[docs]"
+	touch $@
+
 lint: setup
 	$(BIN)/ruff check stylized simulations tests
 

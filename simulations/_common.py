@@ -184,6 +184,28 @@ def _families_of_experiments(check: Check, params: dict) -> None:
         if not allowed:
             raise
         raise InvalidInput(f"{e}; {flag} takes {allowed}") from None
+    needs = check.extra.get("needs", ())
+    if needs and "family" in params and "d" in params:  # the capabilities the check declares it needs
+        names = [params["family"]] if isinstance(params["family"], (str, StepLaw)) else list(params["family"])
+        names = list(FAMILY_NAMES) if names == ["all"] else names
+        d0 = params["d"][0] if isinstance(params["d"], (list, tuple)) else params["d"]
+        for name in names:
+            try:
+                require(law_at(name, d0, params), needs)
+            except ValueError as e:
+                raise InvalidInput(f"--family: {e}") from None
+
+
+NEEDS = {"orthogonal": "orthogonal steps", "iid": "i.i.d. steps", "planes": "commuting SO(2) planes",
+         "isotropic": "an isotropic law"}
+"""The capabilities a check may declare it needs (``Check.extra["needs"]``), in words."""
+
+
+def require(law: StepLaw, needs) -> None:
+    """Refuse ``law`` (one ``ValueError`` naming the property) unless it declares every capability in ``needs``."""
+    for cap in needs:
+        if not getattr(law, cap, False):
+            raise ValueError(f"family {law.name}: this check needs {NEEDS.get(cap, cap)} ({cap}=True)")
 
 
 def errorbar_rows(ax, x, rows: list[dict], floor: float | None = None, **kw):

@@ -329,7 +329,7 @@ CHECK = register(Check(
     run=run,
     plot=plot,
     module="simulations.far_mass_growth",
-    extra={"order": 1},
+    extra={"order": 1, "needs": ("orthogonal",)},
     mutants=MUTANTS,
     reduced={"d": 16, "lam": 5.0, "D": 4, "L": [16, 64, 256, 1024, 4096], "L_sim": 1024, "L_train": 64, "trials": 80,
              "horizon_lam": [3.0, 5.0], "horizon_trials": 80},

@@ -410,7 +410,7 @@ CHECK = register(Check(
     run=run,
     plot=plot,
     module="simulations.far_retrieval",
-    extra={"order": 2},
+    extra={"order": 2, "needs": ("orthogonal", "iid",)},
     mutants=MUTANTS,
     # reduced: 1500 contexts, so that a rank law 3% low (rows with P(rank 1) ≈ 1) and a route that skips every 10th
     # step (the score at n = 10) are caught; M = 1024 keeps the work of the former M = 4096, 300 contexts

@@ -304,7 +304,7 @@ CHECK = register(Check(
     run=run,
     plot=plot,
     module="simulations.haar_law",
-    extra={"order": 0},
+    extra={"order": 0, "needs": ("orthogonal",)},
     mutants=MUTANTS,
     reduced={"d": 16, "trials": 40000, "t": [0.2, 0.4, 0.6, 0.7]},
 ))

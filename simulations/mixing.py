@@ -420,7 +420,7 @@ CHECK = register(Check(
     plot=plot,
     module="simulations.mixing",
     validate=_validate,
-    extra={"order": 0},
+    extra={"order": 0, "needs": ("iid",)},
     mutants=MUTANTS,
     reduced=REDUCED,
 ))

@@ -434,7 +434,7 @@ CHECK = register(Check(
     run=run,
     plot=plot,
     module="simulations.score_gap",
-    extra={"order": 1},
+    extra={"order": 1, "needs": ("orthogonal",)},
     mutants=MUTANTS,
     reduced={"d": [16, 64], "trials": 64, "M": [64, 1024, 16384], "trials_near": 1000},
 ))

@@ -257,7 +257,7 @@ register(Check(
         Option("M", [1, 4, 16, 64, 256, 1024], "far counts M (comma list)", IntList(1, 10**7, size=True)), OPT_D, OPT_W, OPT_LAM,
         OPT_KA, OPT_NOISE, Option("trials", 2000, "Monte Carlo routes per M", Int(2, 10**7, size=True))),
     run=run_incoherence, plot=plot_incoherence, module="simulations.value_incoherence",
-    extra={"order": 0},
+    extra={"order": 0, "needs": ("orthogonal",)},
     mutants=(
         NO_VALUE_TRANSPORT,
         Mutant("chi-off-3pct", "the exact formula with χ × 1.03",
@@ -284,7 +284,7 @@ register(Check(
                IntList(1, 10**7, size=True, min_len=2)), OPT_D,
         OPT_NOISE, Option("trials", 400, "Monte Carlo routes per M", Int(2, 10**7, size=True))),
     run=run_scaling, plot=plot_scaling, module="simulations.value_incoherence",
-    extra={"order": 1},
+    extra={"order": 1, "needs": ("orthogonal",)},
     mutants=(
         NO_VALUE_TRANSPORT,
         Mutant("sqrt-M-law", "the 1/M law replaced by 1/√M (S(χ, M)/M^{3/2})",

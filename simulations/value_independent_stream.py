@@ -203,7 +203,7 @@ register(Check(
         with_default((OPT_W,), weights="softmax")[0], OPT_LAM, with_default((OPT_KA,), key_align=1.0)[0], OPT_NOISE,
         Option("trials", 500, "Monte Carlo routes per M", Int(2, 10**7, size=True))),
     run=run_independent, plot=plot_independent, module="simulations.value_independent_stream",
-    extra={"order": 4},
+    extra={"order": 4, "needs": ("orthogonal",)},
     mutants=(
         Mutant("same-stream", "the independent value stream replaced by the keys' own route transport",
                patch=lambda: mock.patch("simulations.value_common.far_energy_samples", same_stream)),

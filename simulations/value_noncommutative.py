@@ -208,7 +208,7 @@ register(Check(
         Option("M", [4, 16, 64, 256], "far counts M (comma list)", IntList(1, 10**7, size=True)), OPT_D, OPT_LAM, OPT_NOISE,
         Option("trials", 200, "Monte Carlo routes per (family, weights, M)", Int(2, 10**7, size=True))),
     run=run_noncommutative, plot=plot_noncommutative, module="simulations.value_noncommutative",
-    extra={"order": 3},
+    extra={"order": 3, "needs": ("orthogonal",)},
     mutants=(
         Mutant("floor-removed", "Haar with keys = b̂: the coherent term dropped (plug-in E[Σᾱ²] only, no floor)",
                patch=lambda: mock.patch("simulations.value_noncommutative.haar_tilt_energy", _floor_removed)),

@@ -240,7 +240,7 @@ register(Check(
         with_default((OPT_LAM,), lam=8.0)[0], OPT_KA, OPT_NOISE, Option("trials", 100, "Monte Carlo queries per L", Int(2, 10**6, size=True)),
         Option("trials_near", 4000, "routes of length K for the near-transport law E||P_n t − t||²", Int(2, 10**7, size=True))),
     run=run_snr, plot=plot_snr, module="simulations.value_snr",
-    extra={"order": 2},
+    extra={"order": 2, "needs": ("orthogonal",)},
     mutants=(
         Mutant("no-value-transport", "near and far values not rotated (QKV sums = QK sums)",
                patch=lambda: mock.patch.multiple("simulations.value_snr", snr_samples=untransported_snr,

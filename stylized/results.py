@@ -191,7 +191,7 @@ def to_jsonable(x):
 def code_hash(module: str) -> str:
     """SHA-256 (12 hex digits) of the check's module source and the numeric core it runs on."""
     h = hashlib.sha256()
-    files = sorted(f for f in (_ROOT / "stylized").glob("*.py") if f.name not in _NOT_NUMERIC)
+    files = sorted(f for f in (_ROOT / "stylized").rglob("*.py") if f.name not in _NOT_NUMERIC)  # laws/ included
     if module:
         files.append(_ROOT / Path(*module.split(".")).with_suffix(".py"))
     for f in files:
