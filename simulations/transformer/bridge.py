@@ -22,12 +22,15 @@ import json
 import math
 from collections.abc import Callable
 
+from stylized.options import Choice, Choices, Int, IntList, arg_type
+
 from .bridge_combined import CONTROLS, combined_table
 from .bridge_plot import plot_bridge
 from .bridge_report import bridge_markdown, summary_text
 from .bridge_run import output_root, run_bridge
 from .cli_guard import guard as cli_guard
 from .probe import DEFAULT_MULTIPLES, probe_checkpoint
+from .train import PRESETS
 
 __all__ = ["CONTROLS", "add_parsers", "bridge_markdown", "combined_table", "main", "plot_bridge", "run_bridge",
            "summary_text"]
@@ -36,24 +39,21 @@ __all__ = ["CONTROLS", "add_parsers", "bridge_markdown", "combined_table", "main
 _root = output_root  # results folder of a preset's bridge run
 
 
-def _ints(s: str) -> list[int]:
-    try:
-        out = [int(x) for x in s.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(f"lengths={s!r} must be comma-separated positive integers") from None
-    if not out or min(out) < 1:
-        raise ValueError(f"lengths={s!r} must be comma-separated positive integers")
-    return out
+#: every sub-command's numeric and choice options (argparse ``type=``: one line naming the option, exit 2)
+PRESET = arg_type(Choice(*PRESETS))
+THREADS = arg_type(Int(1, 256))
+SEED = arg_type(Int(0, 2**32 - 1))
 
 
 def _fmt(x) -> str:
-    if x is None:
-        return "n/a"
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"  # no query has a far source at this length (L ≤ D)
     return "never" if isinstance(x, float) and math.isinf(x) else f"{x:.3g}"
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    res = probe_checkpoint(args.checkpoint, _ints(args.lengths), args.D, args.windows, args.queries, args.seed)
+    res = probe_checkpoint(args.checkpoint, args.lengths, args.D, args.windows, args.queries, args.seed,
+                           flag_prefix="--", need_far=True)
     if args.json:
         from stylized.results import to_jsonable
 
@@ -84,16 +84,8 @@ def cmd_bridge(args: argparse.Namespace) -> int:
 def cmd_combined(args: argparse.Namespace) -> int:
     from .compare import compare
 
-    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    bad = [v for v in variants if v not in CONTROLS]
-    if bad or not variants:
-        raise ValueError(f"--variants={args.variants!r}: each must be one of {', '.join(CONTROLS)}")
-    try:
-        seeds = sorted({int(x) for x in args.seeds.split(",") if x.strip()})
-    except ValueError:
-        seeds = []
-    if not seeds or seeds[0] < 0:
-        raise ValueError(f"--seeds={args.seeds!r} must be a comma-separated list of integers ≥ 0")
+    variants = list(dict.fromkeys(args.variants))
+    seeds = sorted(set(args.seeds))
     res = compare(args.preset, variants, seeds=seeds, extra_seeds=seeds, steps=args.steps,
                   results_dir=args.results_dir, workers=args.workers, name="combined_seeds")
     print(f"wrote {res['files']['json']}, {res['files']['csv']} in {res['seconds']:.0f}s")
@@ -103,40 +95,46 @@ def cmd_combined(args: argparse.Namespace) -> int:
 def add_parsers(sub: argparse._SubParsersAction, guard: Callable | None = None) -> None:
     """Add ``bridge``, ``combined`` and ``probe`` to the ``stylized transformer`` sub-parsers."""
     guard = guard or cli_guard
+    presets = ", ".join(PRESETS)
     b = sub.add_parser("bridge", help="predict far mass from L ≤ L_train, map to perplexity (bridge_<preset>.json)")
-    b.add_argument("--preset", default="cpu")
+    b.add_argument("--preset", default="cpu", type=PRESET, help=f"one of {presets} (default cpu)")
     b.add_argument("--results-dir", default=None)
     b.add_argument("--figure", default=None, help="default figures/transformer_bridge.png (cpu preset)")
     b.add_argument("--no-cache", action="store_true", help="recompute predictions and measurements")
-    b.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    b.add_argument("--threads", type=THREADS, default=1, help="torch CPU threads, in [1, 256] (default 1)")
     b.set_defaults(func=guard(cmd_bridge))
 
     c = sub.add_parser("combined", help="train+evaluate the far-mass controls " + ", ".join(CONTROLS))
-    c.add_argument("--preset", default="cpu")
-    c.add_argument("--variants", default=",".join(CONTROLS), help="comma-separated subset of the default")
-    c.add_argument("--seeds", default="0,1,2")
-    c.add_argument("--workers", type=int, default=1, help="jobs at once, one torch thread each")
-    c.add_argument("--steps", type=int, default=None)
-    c.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    c.add_argument("--preset", default="cpu", type=PRESET, help=f"one of {presets} (default cpu)")
+    c.add_argument("--variants", default=list(CONTROLS), type=arg_type(Choices(*CONTROLS)),
+                   help="comma-separated subset of the default")
+    c.add_argument("--seeds", default=[0, 1, 2], type=arg_type(IntList(0, 2**32 - 1)),
+                   help="comma-separated integers ≥ 0 (default 0,1,2)")
+    c.add_argument("--workers", type=arg_type(Int(1, 64)), default=1, help="jobs at once, one torch thread each")
+    c.add_argument("--steps", type=arg_type(Int(1, 10**7)), default=None)
+    c.add_argument("--threads", type=THREADS, default=None, help="torch CPU threads")
     c.add_argument("--results-dir", default=None)
     c.set_defaults(func=guard(cmd_combined))
 
     p = sub.add_parser("probe", help="λ, ρ_D(L), χ_b per layer/head of a checkpoint")
     p.add_argument("checkpoint")
-    p.add_argument("--lengths", default=",".join(map(str, DEFAULT_MULTIPLES)),
+    p.add_argument("--lengths", default=list(DEFAULT_MULTIPLES), type=arg_type(IntList(1, 4096)),
                    help="comma-separated multiples of the training length (default 1,4,16,64)")
-    p.add_argument("--D", type=int, default=None, help="near/far threshold (default: training length)")
-    p.add_argument("--windows", type=int, default=2, help="held-out windows per length")
-    p.add_argument("--queries", type=int, default=32, help="query positions per window for ρ_D")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--D", type=arg_type(Int(1, 10**7)), default=None,
+                   help="near/far threshold, below the longest probed length (default: training length)")
+    p.add_argument("--windows", type=arg_type(Int(1, 1000)), default=2, help="held-out windows per length")
+    p.add_argument("--queries", type=arg_type(Int(1, 100_000)), default=32, help="query positions per window for ρ_D")
+    p.add_argument("--seed", type=SEED, default=0)
+    p.add_argument("--threads", type=THREADS, default=None, help="torch CPU threads")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.set_defaults(func=guard(cmd_probe))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m simulations.transformer.bridge")
-    sub = parser.add_subparsers(dest="cmd", required=True)
+    from stylized.cli import _Parser  # one-line usage errors, as under ``stylized transformer``
+
+    parser = _Parser(prog="python -m simulations.transformer.bridge")
+    sub = parser.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     add_parsers(sub)
     args = parser.parse_args(argv)
     return args.func(args)

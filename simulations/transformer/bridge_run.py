@@ -57,8 +57,12 @@ def _cache_valid(path: Path, model) -> bool:
     """The evaluation cache of ``path`` belongs to these weights."""
     from .evaluate import eval_cache_path, weights_digest
 
-    key = json.loads(eval_cache_path(path).read_text()).get("key", {})
-    return key.get("weights") == weights_digest(model)
+    try:
+        saved = json.loads(eval_cache_path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    key = saved.get("key") if isinstance(saved, dict) else None
+    return isinstance(key, dict) and key.get("weights") == weights_digest(model)
 
 
 def _ratios(path: Path, metric: str = "target") -> tuple[list[int], np.ndarray]:
@@ -67,6 +71,20 @@ def _ratios(path: Path, metric: str = "target") -> tuple[list[int], np.ndarray]:
     w = load_window_losses(path)
     ms = sorted(w)
     return ms, np.array([float(np.mean(w[m][metric] - w[1][metric])) for m in ms])
+
+
+def _previous(json_path: Path) -> dict:
+    """The previous run's ``bridge_<preset>.json`` (its predictions are reused), ``{}`` when missing or unusable."""
+    if not json_path.exists():
+        return {}
+    try:
+        old = json.loads(json_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        old = None
+    if not isinstance(old, dict):
+        print(f"[bridge] {json_path}: unusable previous result; recomputing everything", flush=True)
+        return {}
+    return old
 
 
 def output_root(results_dir, preset: str) -> Path:
@@ -87,6 +105,7 @@ def run_bridge(preset: str = "cpu", *, results_dir=None, figure=None, reuse: boo
     from .bridge_report import csv_text, summary_text
     from .data import corpus_for
     from .evaluate import weights_digest, window_ends
+    from .fileio import check_dir, check_figure
     from .train import get_preset, load_model
 
     t0 = time.time()
@@ -96,6 +115,9 @@ def run_bridge(preset: str = "cpu", *, results_dir=None, figure=None, reuse: boo
         raise ValueError(f"settings: unknown keys {bad}; allowed: {', '.join(SETTINGS)}")
     canonical = results_dir is None and preset == "cpu"
     root = output_root(results_dir, preset)
+    fig = Path(figure) if figure else (figures_dir() if canonical else root) / "transformer_bridge.png"
+    check_dir(root, "--results-dir")  # before any work: the destinations can be written
+    check_figure(fig, "--figure")
     p = get_preset(preset)
     Lt = p["model"]["block_size"]
     D = max(1, Lt // cfg["D_fraction"])
@@ -110,8 +132,8 @@ def run_bridge(preset: str = "cpu", *, results_dir=None, figure=None, reuse: boo
     ends_cmp = window_ends(len(val), max(lengths), cfg["n_compare"])
     ends_in = bpred.heldout_ends(len(val), Lt, ends_cmp, max(lengths), cfg["n_heldout"])
     json_path = root / f"bridge_{preset}.json"
-    old = json.loads(json_path.read_text()) if (reuse and json_path.exists()) else {}
-    old_pred, old_meas = old.get("predictions", {}), old.get("measured", {})
+    old = _previous(json_path) if reuse else {}
+    old_pred, old_meas = (x if isinstance(x, dict) else {} for x in (old.get("predictions"), old.get("measured")))
     key = {**cfg, "D": D, "lengths": lengths}
     preds, meas, samples = {}, {}, []
     for v, s, ck in entries:
@@ -123,7 +145,7 @@ def run_bridge(preset: str = "cpu", *, results_dir=None, figure=None, reuse: boo
         dig = weights_digest(model)
         name = f"{v}/s{s}"
         c = old_pred.get(name)
-        if c and c.get("digest") == dig and c.get("key") == key:
+        if isinstance(c, dict) and c.get("digest") == dig and c.get("key") == key:
             preds[name] = c
         else:
             t1 = time.time()
@@ -138,7 +160,7 @@ def run_bridge(preset: str = "cpu", *, results_dir=None, figure=None, reuse: boo
         assert preds[name]["input_len"] <= bpred.MAX_INPUT_LEN * Lt, "a prediction input was measured beyond L_train"
         if s == 0:
             c = old_meas.get(v)
-            if c and c.get("digest") == dig and c.get("key") == key:
+            if isinstance(c, dict) and c.get("digest") == dig and c.get("key") == key:
                 meas[v] = c
             else:
                 t1 = time.time()
@@ -174,7 +196,6 @@ def run_bridge(preset: str = "cpu", *, results_dir=None, figure=None, reuse: boo
     root.mkdir(parents=True, exist_ok=True)
     atomic_write_text(json_path, json.dumps(to_jsonable(result), indent=1) + "\n")
     atomic_write_text(root / f"bridge_{preset}.csv", csv_text(result))
-    fig = Path(figure) if figure else (figures_dir() if canonical else root) / "transformer_bridge.png"
     plot_bridge(result, fig)
     result["files"] = {"json": str(json_path), "csv": str(root / f"bridge_{preset}.csv"), "figure": str(fig)}
     return result

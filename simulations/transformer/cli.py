@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
+from stylized.errors import InvalidInput
 from stylized.options import Choice, Choices, Float, FloatList, Int, IntList, arg_type
 
 from .cli_guard import guard as _guard
+from .fileio import check_dir
 from .model import MAIN_VARIANTS, VARIANTS
 
 PRESET_NAMES = ("smoke", "cpu", "gpu", "paper")
-
-
-
+TOKENIZER = arg_type(Choice("bytes", "bpe"))
 
 
 def _check(name: str, value: str, allowed: tuple[str, ...]) -> None:
@@ -35,10 +36,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     from .train import checkpoint_path
 
     path = checkpoint_path(args.preset, args.variant, args.seed, args.results_dir)
+    check_dir(path.parent, "--results-dir")  # before any work (train checks again, for its other callers)
     if path.exists() and not (args.resume or args.force):
         raise ValueError(f"checkpoint {path} exists: pass --resume to continue it or --force to retrain over it")
     if path.exists() and args.force and not args.resume:
-        path.unlink()
+        try:
+            path.unlink()
+        except OSError as e:
+            raise InvalidInput(f"--force: cannot remove {path} ({e.strerror or type(e).__name__})") from None
     info = train(args.variant, args.preset, steps=args.steps, seed=args.seed, data=args.data,
                  resume=args.resume, results_dir=args.results_dir, tokenizer=args.tokenizer, bpe_vocab=args.bpe_vocab)
     h = info["history"]
@@ -61,10 +66,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     rows = evaluate_checkpoint(path, ecfg, seed=args.seed)
     print(f"{'L':>7} {'mult':>5} {'ppl':>9} {'ratio':>7} {'95% CI':>17} {'loss_beyond':>12}")
     for r in rows:
+        beyond = "n/a" if math.isnan(r["loss_beyond"]) else f"{r['loss_beyond']:.4f}"  # 1×: no position beyond
         print(f"{r['L']:7d} {r['multiple']:5d} {r['ppl']:9.3f} {r['ratio']:7.3f} "
-              f"[{r['ci_low']:6.3f},{r['ci_high']:6.3f}] {r['loss_beyond']:12.4f}")
+              f"[{r['ci_low']:6.3f},{r['ci_high']:6.3f}] {beyond:>12}")
     if args.json:
-        print(json.dumps(rows))
+        from stylized.results import to_jsonable
+
+        print(json.dumps(to_jsonable(rows)))  # strict JSON: an undefined value is null, never NaN
     return 0
 
 
@@ -181,7 +189,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     t.add_argument("--steps", type=arg_type(Int(1, 10**7)), default=None)
     t.add_argument("--data", default=None,
                    help="builtin (default), owt[:FOLDER] (local OpenWebText, else $STYLIZED_OWT_DIR), or a text file/folder")
-    t.add_argument("--tokenizer", default=None, choices=("bytes", "bpe"),
+    t.add_argument("--tokenizer", default=None, type=TOKENIZER,
                    help="bytes (default) or a locally trained byte-level BPE")
     t.add_argument("--bpe-vocab", type=arg_type(Int(257, 10**6)), default=None, help="BPE vocabulary (default 4096; paper preset 32768)")
     t.set_defaults(func=_guard(cmd_train))
@@ -202,7 +210,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="(variant, seed) jobs run at once, one torch thread each (default 1; 2 on a 2-core machine)")
     c.add_argument("--steps", type=arg_type(Int(1, 10**7)), default=None)
     c.add_argument("--data", default=None)
-    c.add_argument("--tokenizer", default=None, choices=("bytes", "bpe"),
+    c.add_argument("--tokenizer", default=None, type=TOKENIZER,
                    help="bytes (default) or a locally trained byte-level BPE (results under runs/<preset>-bpe/)")
     c.add_argument("--bpe-vocab", type=arg_type(Int(257, 10**6)), default=None, help="BPE vocabulary (default 4096)")
     c.add_argument("--figure", default=None,

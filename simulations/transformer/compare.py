@@ -16,12 +16,14 @@ from pathlib import Path
 
 import numpy as np
 
+from stylized.errors import InvalidInput
 from stylized.results import figures_dir
 
 from .data import load_corpus
-from .evaluate import evaluate_checkpoint, load_window_losses, paper_ratio
+from .evaluate import evaluate_checkpoint, load_window_losses, paper_ratio, window_ends
+from .fileio import check_dir, check_figure
 from .jobs import check_variants_and_workers, map_jobs
-from .train import checkpoint_path, get_preset, make_configs, run_root, train
+from .train import check_corpus, checkpoint_path, get_preset, make_configs, run_root, train
 from .verdicts import paper_verdicts
 
 FIGURES_DIR = figures_dir()  # fixed at import: prefer figures_dir(), which follows --out
@@ -130,8 +132,15 @@ def compare(
         raise ValueError(f"name={name!r} must be a non-empty word of letters, digits, '-' or '_'")
     root, fig_path, canonical = output_paths(preset + ("-bpe" if tokenizer == "bpe" else ""), results_dir, figure,
                                              name)
-    _, tcfg, ecfg = make_configs(variants[0], preset, steps=steps, data=data, **tok)
+    mcfg, tcfg, ecfg = make_configs(variants[0], preset, steps=steps, data=data, **tok)
+    check_dir(root / "checkpoints" / preset, "--results-dir")  # before any work: the destinations can be written
+    check_figure(fig_path, "--figure")
     corpus = load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)  # workers load their own
+    check_corpus(corpus, mcfg.block_size)
+    try:  # the evaluation's longest window must fit the held-out split, before any training
+        window_ends(len(corpus.val), mcfg.block_size * max(ecfg.multiples), ecfg.n_windows)
+    except ValueError as e:
+        raise InvalidInput(f"--data: the corpus ({corpus.description}): {e}") from None
     per_seed: dict[str, dict[int, list[dict]]] = {}
     paths: dict[str, list[Path]] = {}
     timings: dict[str, dict[str, float]] = {}

@@ -37,7 +37,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sysconfig
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,18 +44,25 @@ from pathlib import Path
 import numpy as np
 
 from . import tokenizer as bpe
+from .corpus_files import (  # noqa: F401 (re-exported: the corpus's files, read and checked)
+    _EXCLUDE_DIRS,
+    HELDOUT_FRACTION,
+    OWT_ENV,
+    OWT_SUFFIXES,
+    OWT_VAL_EVERY,
+    TEXT_SUFFIXES,
+    _owt_split,
+    _read_split,
+    iter_owt_docs,
+    owt_dir,
+    owt_files,
+    stdlib_files,
+    text_files,
+)
 
 DEFAULT_MAX_BYTES = 8_000_000
-HELDOUT_FRACTION = 0.05
-TEXT_SUFFIXES = (".txt", ".py", ".md")
-_EXCLUDE_DIRS = {"site-packages", "dist-packages", "test", "tests", "idle_test", "__pycache__"}
 TOKENIZERS = ("bytes", "bpe")
 DEFAULT_BPE_VOCAB = 4096
-#: environment variable naming the local OpenWebText folder
-OWT_ENV = "STYLIZED_OWT_DIR"
-OWT_SUFFIXES = (".parquet", ".arrow", ".jsonl", ".txt")
-#: every OWT_VAL_EVERY-th OpenWebText document is held out
-OWT_VAL_EVERY = 200
 #: text the OpenWebText BPE is trained on (the first training documents)
 OWT_BPE_TRAIN_BYTES = 500_000_000
 
@@ -90,57 +96,6 @@ class Corpus:
         if self.tokenizer == "bpe":
             return bpe.decode(bpe.load_bpe(self.tokenizer_file), ids)
         return np.asarray(ids, dtype=np.uint8).tobytes().decode("utf-8", errors="replace")
-
-
-def stdlib_files(root: str | os.PathLike | None = None) -> list[Path]:
-    """Sorted ``*.py`` files of the standard library, without site-packages and tests."""
-    root = Path(root or sysconfig.get_paths()["stdlib"])
-    out = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in _EXCLUDE_DIRS)
-        for f in filenames:
-            if f.endswith(".py"):
-                out.append(Path(dirpath) / f)
-    return sorted(out, key=lambda p: p.relative_to(root).as_posix())
-
-
-def text_files(path: str | os.PathLike) -> list[Path]:
-    """A single file, or all ``*.txt/*.py/*.md`` files under a folder (sorted)."""
-    p = Path(path)
-    if p.is_file():
-        return [p]
-    if not p.is_dir():
-        raise ValueError(f"data={str(path)!r} is not one of: builtin, owt, an existing file/folder")
-    files = sorted(
-        (f for f in p.rglob("*") if f.is_file() and f.suffix in TEXT_SUFFIXES),
-        key=lambda f: f.relative_to(p).as_posix(),
-    )
-    if not files:
-        raise ValueError(f"data={str(path)!r}: no *.txt/*.py/*.md files found")
-    return files
-
-
-def _read_split(files: list[Path], max_bytes: int) -> tuple[list[bytes], list[bytes], int, int]:
-    """Files (each + ``\n\n``, capped at ``max_bytes`` in all) as (train, held-out, bytes, files).
-
-    The last 5% of the files are held out (at least one when there are several); a single
-    file is cut at 95% of its bytes.
-    """
-    chunks: list[bytes] = []
-    total = 0
-    for f in files:
-        if total >= max_bytes:
-            break
-        b = f.read_bytes()[: max_bytes - total] + b"\n\n"
-        chunks.append(b)
-        total += len(b)
-    n_val = int(round(len(chunks) * HELDOUT_FRACTION))
-    if len(chunks) > 1:
-        n_val = max(1, n_val)
-        return chunks[:-n_val], chunks[-n_val:], total, len(chunks)
-    data = chunks[0]
-    cut = int(len(data) * (1 - HELDOUT_FRACTION))
-    return [data[:cut]], [data[cut:]], total, 1
 
 
 def _bytes_corpus(files: list[Path], max_bytes: int, label: str) -> Corpus:
@@ -200,90 +155,8 @@ def load_path(path: str | os.PathLike, max_bytes: int = 10**12, tokenizer: str =
 
 
 # ---------------------------------------------------------------------------
-# OpenWebText, local files only
+# OpenWebText, local files only: tokenised once into memory-mapped arrays (reading: .corpus_files)
 # ---------------------------------------------------------------------------
-
-
-def owt_dir(spec: str | os.PathLike | None = None) -> Path:
-    """The local OpenWebText folder: ``spec``, else ``$STYLIZED_OWT_DIR``; a clear error otherwise."""
-    spec = spec or os.environ.get(OWT_ENV)
-    hint = (f"data='owt' reads a local OpenWebText copy (no download): pass --data owt:/path/to/folder "
-            f"or set {OWT_ENV}; the folder holds {'/'.join('*' + x for x in OWT_SUFFIXES)} files "
-            "with a 'text' column/field")
-    if not spec:
-        raise ValueError(hint)
-    p = Path(spec).expanduser()
-    if not p.is_dir():
-        raise ValueError(f"data='owt': {str(p)!r} is not a folder. {hint}")
-    return p
-
-
-def owt_files(root: str | os.PathLike) -> list[Path]:
-    """The OpenWebText files under ``root``, sorted by relative path."""
-    root = Path(root)
-    files = sorted((f for f in root.rglob("*") if f.is_file() and f.suffix in OWT_SUFFIXES),
-                   key=lambda f: f.relative_to(root).as_posix())
-    if not files:
-        raise ValueError(f"data='owt': no {'/'.join('*' + x for x in OWT_SUFFIXES)} files under {str(root)!r}")
-    return files
-
-
-def _arrow_tables(f: Path):
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError as e:
-        raise ImportError(f"reading {f.name} needs pyarrow: pip install pyarrow") from e
-    if f.suffix == ".parquet":
-        pf = pq.ParquetFile(f)
-        for i in range(pf.num_row_groups):
-            yield pf.read_row_group(i, columns=["text"])
-        return
-    with pa.memory_map(str(f)) as src:
-        try:
-            reader = pa.ipc.open_stream(src)  # HuggingFace datasets cache files
-        except pa.ArrowInvalid:
-            reader = pa.ipc.open_file(src)
-            for i in range(reader.num_record_batches):
-                yield reader.get_batch(i)
-            return
-        yield from reader
-
-
-def iter_owt_docs(files: list[Path]) -> Iterator[str]:
-    """Documents in file order: parquet/arrow ``text`` column, jsonl ``text`` field, one per txt file."""
-    for f in files:
-        if f.suffix == ".txt":
-            yield f.read_text(encoding="utf-8", errors="replace")
-        elif f.suffix == ".jsonl":
-            with open(f, encoding="utf-8") as fh:
-                for line in fh:
-                    if line.strip():
-                        yield json.loads(line)["text"]
-        else:
-            for table in _arrow_tables(f):
-                yield from (t for t in table.column("text").to_pylist() if t is not None)
-
-
-def _owt_split(files: list[Path], max_bytes: int | None) -> Iterator[tuple[str, bool]]:
-    """(document, held out?) pairs: every ``OWT_VAL_EVERY``-th held out (short streams: the last 5%)."""
-    cap = max_bytes if max_bytes and max_bytes > 0 else None
-    head: list[str] = []
-    total = 0
-    for i, doc in enumerate(iter_owt_docs(files)):
-        if cap is not None and total >= cap:
-            break
-        total += len(doc.encode("utf-8", errors="replace"))
-        if i < OWT_VAL_EVERY:
-            head.append(doc)
-            if i == OWT_VAL_EVERY - 1:
-                yield from ((d, j == OWT_VAL_EVERY - 1) for j, d in enumerate(head))
-                head = []
-            continue
-        yield doc, i % OWT_VAL_EVERY == OWT_VAL_EVERY - 1
-    if head:  # fewer than OWT_VAL_EVERY documents in all
-        n_val = max(1, int(round(len(head) * HELDOUT_FRACTION))) if len(head) > 1 else 0
-        yield from ((d, j >= len(head) - n_val) for j, d in enumerate(head))
 
 
 def load_owt(path: str | os.PathLike | None = None, max_bytes: int | None = None, tokenizer: str = "bytes",
@@ -298,13 +171,38 @@ def load_owt(path: str | os.PathLike | None = None, max_bytes: int | None = None
                         vocab if tokenizer == "bpe" else 256)
     cache = bpe.cache_dir(cache_dir)
     meta_path = cache / f"owt-{key}.json"
-    if not meta_path.exists():
+    meta = _owt_meta(meta_path, cache)
+    if meta is None:  # missing, or unusable (then rebuilt)
         _build_owt(files, max_bytes, tokenizer, vocab, key, cache, batch_docs, root)
-    meta = json.loads(meta_path.read_text())
+        meta = _owt_meta(meta_path, cache)
+        if meta is None:
+            raise RuntimeError(f"{meta_path}: the OpenWebText token cache just written does not read back")
     arr = {s: np.memmap(cache / meta[s]["file"], dtype=meta["dtype"], mode="r", shape=(meta[s]["n"],))
            for s in ("train", "val")}
     return Corpus(arr["train"], arr["val"], meta["vocab"], meta["description"], tokenizer,
                   meta.get("tokenizer_file"))
+
+
+def _owt_meta(meta_path: Path, cache: Path) -> dict | None:
+    """The OpenWebText token cache's metadata when it and its token files are whole, else ``None``."""
+    if not meta_path.exists():
+        return None
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        dtype = np.dtype(meta["dtype"])
+        for s in ("train", "val"):
+            f, n = cache / meta[s]["file"], meta[s]["n"]
+            if Path(meta[s]["file"]).name != meta[s]["file"] or f.stat().st_size != n * dtype.itemsize:
+                raise ValueError(f"{f.name} does not hold {n} tokens")
+        if not (isinstance(meta["vocab"], int) and isinstance(meta["description"], str)):
+            raise ValueError("no vocab or description")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        import sys
+
+        print(f"[data] {meta_path}: unusable token cache ({type(e).__name__}); rebuilding it", file=sys.stderr,
+              flush=True)
+        return None
+    return meta
 
 
 def _build_owt(files, max_bytes, tokenizer, vocab, key, cache, batch_docs, root) -> None:
@@ -324,36 +222,41 @@ def _build_owt(files, max_bytes, tokenizer, vocab, key, cache, batch_docs, root)
     tmp = {s: cache / f"owt-{key}-{s}.bin.tmp{os.getpid()}" for s in ("train", "val")}
     n = {"train": 0, "val": 0}
     n_docs, n_bytes = 0, 0
-    with open(tmp["train"], "wb") as ft, open(tmp["val"], "wb") as fv:
-        out = {"train": ft, "val": fv}
-        batch: dict[str, list[str]] = {"train": [], "val": []}
+    try:  # a bad record (one line naming it) or any failure leaves no temporary file behind
+        with open(tmp["train"], "wb") as ft, open(tmp["val"], "wb") as fv:
+            out = {"train": ft, "val": fv}
+            batch: dict[str, list[str]] = {"train": [], "val": []}
 
-        def flush(split: str) -> None:
-            docs = batch[split]
-            if not docs:
-                return
-            if tok is not None:
-                ids = bpe.encode(tok, docs, eot=True)
-            else:
-                ids = np.frombuffer("".join(d + "\n\n" for d in docs).encode("utf-8", errors="replace"),
-                                    dtype=np.uint8)
-            ids.astype(dtype, copy=False).tofile(out[split])
-            n[split] += len(ids)
-            batch[split] = []
+            def flush(split: str) -> None:
+                docs = batch[split]
+                if not docs:
+                    return
+                if tok is not None:
+                    ids = bpe.encode(tok, docs, eot=True)
+                else:
+                    ids = np.frombuffer("".join(d + "\n\n" for d in docs).encode("utf-8", errors="replace"),
+                                        dtype=np.uint8)
+                ids.astype(dtype, copy=False).tofile(out[split])
+                n[split] += len(ids)
+                batch[split] = []
 
-        for doc, held in _owt_split(files, max_bytes):
-            split = "val" if held else "train"
-            batch[split].append(doc)
-            n_docs += 1
-            n_bytes += len(doc.encode("utf-8", errors="replace"))
-            if len(batch[split]) >= batch_docs:
-                flush(split)
-        flush("train")
-        flush("val")
-    if n["train"] == 0 or n["val"] == 0:
-        raise ValueError(f"data='owt': {str(root)!r} gave {n_docs} documents; need at least 2")
-    for s in ("train", "val"):
-        os.replace(tmp[s], cache / f"owt-{key}-{s}.bin")
+            for doc, held in _owt_split(files, max_bytes):
+                split = "val" if held else "train"
+                batch[split].append(doc)
+                n_docs += 1
+                n_bytes += len(doc.encode("utf-8", errors="replace"))
+                if len(batch[split]) >= batch_docs:
+                    flush(split)
+            flush("train")
+            flush("val")
+        if n["train"] == 0 or n["val"] == 0:
+            raise ValueError(f"data='owt': {str(root)!r} gave {n_docs} documents; need at least 2")
+        for s in ("train", "val"):
+            os.replace(tmp[s], cache / f"owt-{key}-{s}.bin")
+    finally:
+        for t in tmp.values():
+            if t.exists():
+                t.unlink()
     kind = f"byte-level BPE vocab {v}" if tok is not None else "byte-level vocab 256"
     meta = {
         "train": {"file": f"owt-{key}-train.bin", "n": n["train"]},
@@ -392,17 +295,25 @@ def corpus_for(train_config: dict) -> Corpus:
 
 def main(argv: list[str] | None = None) -> int:
     """Build the corpus / tokenizer cache ahead of a (multi-GPU) run and print its description."""
-    import argparse
+    import sys
 
-    ap = argparse.ArgumentParser(prog="python -m simulations.transformer.data")
+    from stylized.cli import _Parser  # one-line usage errors
+    from stylized.options import Choice, Int, arg_type
+
+    ap = _Parser(prog="python -m simulations.transformer.data")
     ap.add_argument("--data", default=None, help="builtin (default), owt[:FOLDER], or a text file/folder")
-    ap.add_argument("--tokenizer", default="bytes", choices=TOKENIZERS)
-    ap.add_argument("--vocab", type=int, default=None, help=f"BPE vocabulary (default {DEFAULT_BPE_VOCAB})")
-    ap.add_argument("--max-bytes", type=int, default=None, help="cap on text read (owt default: all)")
+    ap.add_argument("--tokenizer", default="bytes", type=arg_type(Choice(*TOKENIZERS)))
+    ap.add_argument("--vocab", type=arg_type(Int(257, 10**6)), default=None,
+                    help=f"BPE vocabulary (default {DEFAULT_BPE_VOCAB})")
+    ap.add_argument("--max-bytes", type=arg_type(Int(1, 10**15)), default=None, help="cap on text read (owt default: all)")
     args = ap.parse_args(argv)
     max_bytes = args.max_bytes if args.max_bytes is not None else (
         None if str(args.data).startswith("owt") else DEFAULT_MAX_BYTES)
-    c = load_corpus(args.data, max_bytes, args.tokenizer, args.vocab)
+    try:
+        c = load_corpus(args.data, max_bytes, args.tokenizer, args.vocab)
+    except ValueError as e:  # InvalidInput (a bad record, a missing extra) and the --data checks
+        print(f"error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
+        return 2
     print(c.description)
     return 0
 

@@ -26,7 +26,6 @@ process and is then identical to ``train.train``.)  Backend: NCCL on CUDA, Gloo 
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import os
@@ -41,11 +40,13 @@ import torch
 import torch.distributed as dist
 
 from .data import Corpus, load_corpus
+from .fileio import check_dir
 from .model import GPTConfig
 from .train import (
     _numpy_state_from_safe,
     _numpy_state_to_safe,
     build_model,
+    check_corpus,
     checkpoint_path,
     make_configs,
     progress_bar,
@@ -147,6 +148,7 @@ def train_ddp(
                 corpus = load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)
             if world > 1:
                 dist.barrier()
+    check_corpus(corpus, mcfg.block_size)
     if corpus.vocab_size > mcfg.vocab_size:
         mcfg = GPTConfig(**{**mcfg.to_dict(), "vocab_size": corpus.vocab_size})
 
@@ -237,27 +239,42 @@ def _parse_override(text: str) -> tuple[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m simulations.transformer.distributed",
-                                 description="DDP training (launch with torchrun --nproc_per_node=N)")
-    ap.add_argument("--variant", required=True)
-    ap.add_argument("--preset", default="paper")
-    ap.add_argument("--steps", type=int, default=None)
-    ap.add_argument("--seed", type=int, default=0)
+    """The torchrun entry point: a bad option or file is one line on stderr and exit 2 (every rank)."""
+    try:
+        return _main(argv)
+    except ValueError as e:  # InvalidInput (bad input, a bad file) and the configuration checks
+        print(f"error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str] | None = None) -> int:
+    from stylized.cli import _Parser  # one-line usage errors
+    from stylized.options import Choice, Float, Int, arg_type
+
+    from .model import VARIANTS
+    from .train import PRESETS
+
+    ap = _Parser(prog="python -m simulations.transformer.distributed",
+                 description="DDP training (launch with torchrun --nproc_per_node=N)")
+    ap.add_argument("--variant", required=True, type=arg_type(Choice(*VARIANTS)))
+    ap.add_argument("--preset", default="paper", type=arg_type(Choice(*PRESETS)))
+    ap.add_argument("--steps", type=arg_type(Int(1, 10**8)), default=None)
+    ap.add_argument("--seed", type=arg_type(Int(0, 2**32 - 1)), default=0)
     ap.add_argument("--data", default=None, help="builtin, owt[:FOLDER] (local), or a text file/folder")
-    ap.add_argument("--tokenizer", default=None, choices=("bytes", "bpe"))
-    ap.add_argument("--bpe-vocab", type=int, default=None)
+    ap.add_argument("--tokenizer", default=None, type=arg_type(Choice("bytes", "bpe")))
+    ap.add_argument("--bpe-vocab", type=arg_type(Int(257, 10**6)), default=None)
     ap.add_argument("--ckpt", default=None)
     ap.add_argument("--results-dir", default=None)
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--force", action="store_true", help="overwrite an existing checkpoint")
-    ap.add_argument("--stop-at", type=int, default=None)
-    ap.add_argument("--backend", default=None, choices=("nccl", "gloo"))
+    ap.add_argument("--stop-at", type=arg_type(Int(1, 10**8)), default=None)
+    ap.add_argument("--backend", default=None, type=arg_type(Choice("nccl", "gloo")))
     ap.add_argument("--device", default=None, help="cuda (default when available) or cpu")
     ap.add_argument("--compile", action="store_true", help="torch.compile the model (CUDA only)")
-    ap.add_argument("--threads", type=int, default=None, help="torch CPU threads per process")
+    ap.add_argument("--threads", type=arg_type(Int(1, 256)), default=None, help="torch CPU threads per process")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="override any TrainConfig / GPTConfig field (repeatable)")
-    ap.add_argument("--time-limit", type=float, default=None,
+    ap.add_argument("--time-limit", type=arg_type(Float(0, None, lo_open=True)), default=None,
                     help="seconds of training after which to checkpoint and stop (wall-clock guard)")
     ap.add_argument("--eval", action="store_true", help="rank 0 evaluates the final checkpoint (preset's eval)")
     ap.add_argument("--out", default=None, help="JSON summary written by rank 0")
@@ -270,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     if path.exists() and not (args.resume or args.force):
         print(f"error: {path} exists: pass --resume to continue it or --force to overwrite", file=sys.stderr)
         return 2
+    check_dir(path.parent, "--results-dir")  # before any work
     if path.exists() and args.force and not args.resume and dist_env()[0] == 0:
         path.unlink()
     info = train_ddp(args.variant, args.preset, steps=args.steps, seed=args.seed, data=args.data,

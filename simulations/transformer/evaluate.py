@@ -191,20 +191,87 @@ def eval_cache_path(ckpt: str | os.PathLike) -> Path:
     return ckpt.parent.parent.parent / "eval" / ckpt.parent.name / f"{ckpt.stem}.json"
 
 
-def read_loss_cache(cpath: Path, key: dict, scalars: tuple[str, ...] = ()) -> dict | None:
+#: the per-window arrays of a C6 evaluation cache (:func:`window_losses`)
+EVAL_FIELDS = ("target", "all", "beyond_sum", "beyond_n")
+
+
+def json_type(x) -> str:
+    """JSON's name for the type of a parsed value: object, array, string, number, boolean, null."""
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(x), "number" if isinstance(x, (int, float)) else type(x).__name__)
+
+
+def _finite_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def cache_problem(saved, fields: tuple[str, ...] | None = None, scalars: tuple[str, ...] = ()) -> str | None:
+    """Why the parsed cache ``saved`` (``{"key": {…}, "losses": {multiple: {name: [per window]}}}``) cannot be
+    used, or ``None``: every multiple a positive integer (those of its key, when it names them), every array a
+    list of finite numbers ≥ 0 (``n_windows`` of them when the key says so, else equally many), ``fields``
+    present, the names in ``scalars`` finite numbers."""
+    if not isinstance(saved, dict):
+        return f"a JSON {json_type(saved)}, not an object"
+    key, losses = saved.get("key"), saved.get("losses")
+    if not isinstance(key, dict):
+        return "no 'key' object"
+    if not isinstance(losses, dict) or not losses:
+        return "no 'losses' object"
+    n = key.get("n_windows") if isinstance(key.get("n_windows"), int) else None
+    for m, d in losses.items():
+        if not (m.isdigit() and int(m) >= 1):
+            return f"multiple {m[:20]!r} is not a positive integer"
+        if not isinstance(d, dict) or not d:
+            return f"multiple {m}: not an object of per-window losses"
+        missing = [f for f in fields or () if f not in d]
+        if missing:
+            return f"multiple {m}: no {missing[0]!r}"
+        sizes = set()
+        for name, v in d.items():
+            if name in scalars:
+                if not _finite_number(v):
+                    return f"multiple {m}: {name[:20]!r} is not a finite number"
+                continue
+            if not isinstance(v, list) or not v or not all(_finite_number(x) and x >= 0 for x in v):
+                return f"multiple {m}: {name[:20]!r} is not a non-empty list of finite numbers ≥ 0"
+            sizes.add(len(v))
+        if len(sizes) > 1 or (n is not None and sizes and sizes != {n}):
+            return (f"multiple {m}: {'/'.join(map(str, sorted(sizes)))} windows, expected "
+                    f"{n if n is not None else 'equal lengths'}")
+    mults = key.get("multiples")
+    if (isinstance(mults, list) and all(isinstance(x, int) for x in mults)
+            and sorted(int(m) for m in losses) != sorted(mults)):
+        return f"multiples {sorted(int(m) for m in losses)}, its key says {mults}"
+    return None
+
+
+def _parsed(d: dict, scalars: tuple[str, ...]) -> dict[int, dict]:
+    return {int(m): {k: v if k in scalars else np.asarray(v, dtype=float) for k, v in x.items()} for m, x in d.items()}
+
+
+def read_loss_cache(cpath: Path, key: dict, scalars: tuple[str, ...] = (),
+                    fields: tuple[str, ...] | None = None) -> dict | None:
     """Per-window losses ``{multiple: {name: array}}`` from the cache ``cpath`` if its ``key`` (weights digest and
-    settings) equals ``key``, else ``None`` (missing, unreadable or stale); names in ``scalars`` stay scalars."""
+    settings) equals ``key``, else ``None``: missing, stale, or unusable (not JSON, not an object, garbage
+    losses: :func:`cache_problem`; one line on stderr says so); names in ``scalars`` stay scalars."""
     import json
+    import sys
 
     if not cpath.exists():
         return None
     try:
-        saved = json.loads(cpath.read_text())
-    except ValueError:
+        saved = json.loads(cpath.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:  # ValueError: not JSON, not UTF-8
+        print(f"[eval] {cpath}: unusable cache (not JSON: {str(e).splitlines()[0][:80]}); recomputing",
+              file=sys.stderr, flush=True)
         return None
-    if not saved or saved.get("key") != key:
+    if isinstance(saved, dict) and isinstance(saved.get("key"), dict) and saved["key"] != key:
+        return None  # stale: other weights or settings
+    why = cache_problem(saved, fields, scalars)
+    if why is not None:
+        print(f"[eval] {cpath}: unusable cache ({why}); recomputing", file=sys.stderr, flush=True)
         return None
-    return {int(m): {k: v if k in scalars else np.asarray(v) for k, v in d.items()} for m, d in saved["losses"].items()}
+    return _parsed(saved["losses"], scalars)
 
 
 def write_loss_cache(cpath: Path, key: dict, losses: dict) -> None:
@@ -236,9 +303,13 @@ def evaluate_checkpoint(
     key = {"step": int(ck["step"]), "multiples": list(ecfg.multiples), "n_windows": ecfg.n_windows,
            "n_samples": ecfg.n_samples, "seed": seed, "corpus": ck.get("corpus"), "weights": weights_digest(model)}
     cpath = eval_cache_path(path)
-    losses = read_loss_cache(cpath, key) if cache else None
+    losses = read_loss_cache(cpath, key, fields=EVAL_FIELDS) if cache else None
     if losses is None:
-        corpus = corpus or corpus_for(ck["train_config"])
+        if cache:  # before the work: the cache can be written beside the checkpoints
+            from .fileio import check_dir
+
+            check_dir(cpath.parent, "--results-dir")
+        corpus = corpus or corpus_for(ck.get("train_config", {}))
         losses = window_losses(model, corpus.val, ecfg.multiples, ecfg.n_windows,
                                ecfg.batch_tokens, ecfg.n_samples, seed, device)
         if cache:
@@ -250,11 +321,21 @@ def evaluate_checkpoint(
 
 
 def load_window_losses(path: str | os.PathLike) -> dict[int, dict[str, np.ndarray]]:
-    """The cached per-window losses of an evaluated checkpoint."""
+    """The cached per-window losses of an evaluated checkpoint (an unusable cache: one line naming it)."""
     import json
 
-    saved = json.loads(eval_cache_path(path).read_text())
-    return {int(m): {k: np.asarray(v) for k, v in d.items()} for m, d in saved["losses"].items()}
+    from stylized.errors import InvalidInput
+
+    cpath = eval_cache_path(path)
+    try:
+        saved = json.loads(cpath.read_text(encoding="utf-8"))
+        why = cache_problem(saved, EVAL_FIELDS)
+    except (OSError, ValueError) as e:
+        why = f"{type(e).__name__}: {str(e).splitlines()[0][:80] if str(e) else ''}"
+    if why is not None:
+        raise InvalidInput(f"--results-dir: the evaluation cache {cpath} is unusable ({why}); delete it and "
+                           "evaluate again")
+    return _parsed(saved["losses"], ())
 
 
 def save_png(fig, out_png: str | os.PathLike) -> Path:

@@ -43,6 +43,7 @@ from .evaluate import (
     window_ends,
     write_loss_cache,
 )
+from .fileio import check_dir, check_figure, read_checkpoint
 from .jobs import check_variants_and_workers, map_jobs
 from .model import GPT
 from .train import (
@@ -155,10 +156,11 @@ def evaluate_far_context(path: str | os.PathLike, ecfg: EvalConfig, n_targets: i
     key = {"step": int(ck["step"]), "multiples": list(multiples), "n_windows": n_windows, "n_targets": n_targets,
            "seed": seed, "corpus": ck.get("corpus"), "weights": weights_digest(model)}
     cpath = far_cache_path(path)
-    saved = read_loss_cache(cpath, key, scalars=("n_targets",)) if cache else None
+    saved = read_loss_cache(cpath, key, scalars=("n_targets",), fields=("full", "truncated", "n_targets")) \
+        if cache else None
     if saved is not None:
         return saved
-    corpus = corpus or corpus_for(ck["train_config"])
+    corpus = corpus or corpus_for(ck.get("train_config", {}))
     full = None
     if n_targets is None:
         evaluate_checkpoint(path, ecfg, corpus, seed, device)
@@ -216,7 +218,7 @@ def _job(preset: str, variant: str, seed: int, path: str, threads: int | None, d
         torch.set_num_threads(threads)
     _, tcfg, ecfg = make_configs(variant, preset)
     t0 = time.time()
-    if not Path(path).exists() or torch.load(path, map_location="cpu", weights_only=True)["step"] < tcfg.steps:
+    if not Path(path).exists() or read_checkpoint(path, "cpu")["step"] < tcfg.steps:
         corpus = load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)
         train(variant, preset, seed=seed, resume=True, ckpt=path, corpus=corpus, progress=False, device=device)
     t1 = time.time()
@@ -232,6 +234,8 @@ def run_far_context(preset: str = "cpu", variants: list[str] | None = None, *, w
     mcfg, _, ecfg = make_configs(variants[0], preset)
     t0 = time.time()
     root, stem, fig, canonical = output_paths(preset, results_dir)
+    check_dir(root, "--results-dir")  # before any work: the destinations can be written
+    check_figure(fig, "--results-dir")
     jobs = [(v, s, str(checkpoint_path(preset, v, s, root))) for v in variants
             for s in ((0, 1, 2) if v in SEEDED_VARIANTS else (0,))]
     results: dict[str, dict[int, dict]] = {}

@@ -25,6 +25,7 @@ from stylized.estimators import proportion_ci
 
 from .data import Corpus, load_corpus
 from .evaluate import weights_digest
+from .fileio import check_dir, check_figure
 from .jobs import check_variants_and_workers, map_jobs
 from .model import GPT
 from .train import checkpoint_path, command_outputs, default_device, load_model, make_configs, train
@@ -153,6 +154,26 @@ def passkey_checkpoint(preset: str, variant: str, root: Path, fraction: float | 
     return checkpoint_path(f"{preset}-passkey{tag}", variant, 0, root)
 
 
+def _cached_rows(cpath: Path, key: dict) -> list[dict] | None:
+    """The cached accuracy rows of these weights and settings; ``None`` when missing, stale or unusable (one
+    line on stderr says which)."""
+    import sys
+
+    if not cpath.exists():
+        return None
+    try:
+        saved = json.loads(cpath.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        saved = None
+    if isinstance(saved, dict) and saved.get("key") != key:
+        return None
+    rows = saved.get("rows") if isinstance(saved, dict) else None
+    if not (isinstance(rows, list) and rows and all(isinstance(r, dict) for r in rows)):
+        print(f"[passkey] {cpath}: unusable cache; recomputing", file=sys.stderr, flush=True)
+        return None
+    return rows
+
+
 def _job(preset: str, variant: str, path: str, cfg: dict, threads: int | None, device: str | None,
          corpus: Corpus | None = None) -> tuple:
     """Train (resume) one variant with passkeys mixed in, then test it (cached by weights digest)."""
@@ -170,9 +191,9 @@ def _job(preset: str, variant: str, path: str, cfg: dict, threads: int | None, d
     key = {"step": int(ck["step"]), "weights": weights_digest(model), "multiples": list(ecfg.multiples),
            **{k: cfg[k] for k in ("n_digits", "trials", "trials_long")}, "corpus": ck.get("corpus")}
     cpath = Path(path).parent.parent.parent / "eval" / Path(path).parent.name / f"{Path(path).stem}.json"
-    saved = json.loads(cpath.read_text()) if cpath.exists() else None
-    if saved and saved.get("key") == key:
-        rows = saved["rows"]
+    saved = _cached_rows(cpath, key)
+    if saved is not None:
+        rows = saved
     else:
         rows = passkey_accuracy(model, corpus.val,
                                 list(ecfg.multiples), cfg["n_digits"], cfg["trials"], cfg["trials_long"],
@@ -204,6 +225,8 @@ def run_passkey(preset: str = "cpu", variants: list[str] | None = None, *, worke
     if mcfg.block_size + 1 - overhead(cfg["n_digits"]) < 1:
         raise ValueError(f"preset={preset!r}: L_train={mcfg.block_size} is too short for the passkey template")
     root, stem, fig, canonical = output_paths(preset, results_dir)
+    check_dir(root, "--results-dir")  # before any work: the destinations can be written
+    check_figure(fig, "--results-dir")
     if canonical and (trials is not None or fraction is not None):
         raise ValueError("--trials/--fraction: the canonical cpu run uses the preset's; pass --results-dir")
     t0 = time.time()

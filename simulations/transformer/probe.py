@@ -275,6 +275,33 @@ def _nanmean(x: np.ndarray, axis=None):
             np.mean(x, axis=axis).shape if axis is not None else (), np.nan)
 
 
+def check_probe(L_train: int, multiples, D: int | None, n_windows: int, n_queries: int, flag_prefix: str = "",
+                need_far: bool = False) -> tuple[list[int], int]:
+    """(sorted multiples, D), else :class:`~stylized.InvalidInput` naming the argument (``flag_prefix`` + its
+    name: ``--D`` on the command line).  ``need_far``: ``D`` (default ``L_train``) must lie below the longest
+    probed length, else no query has a far source and every ρ_D is undefined (λ and χ_b are still measured)."""
+    from stylized.errors import InvalidInput
+
+    def bad_int(x, lo) -> bool:
+        return isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < lo
+
+    multiples = list(multiples)
+    if not multiples or any(bad_int(m, 1) for m in multiples):
+        raise InvalidInput(f"{flag_prefix}lengths: must be positive integers (multiples of L_train), got {multiples!r}")
+    multiples = sorted(int(m) for m in multiples)
+    longest = L_train * multiples[-1]
+    D = L_train if D is None else D
+    if bad_int(D, 1):
+        raise InvalidInput(f"{flag_prefix}D: must be a positive integer, got {D!r}")
+    if need_far and D >= longest:
+        raise InvalidInput(f"{flag_prefix}D: must be an integer in [1, {longest - 1}] (below the longest probed "
+                           f"length {longest} = {multiples[-1]} × L_train {L_train}), got {D!r}")
+    for name, v in (("windows", n_windows), ("queries", n_queries)):
+        if bad_int(v, 1):
+            raise InvalidInput(f"{flag_prefix}{name}: must be a positive integer, got {v!r}")
+    return multiples, int(D)
+
+
 @torch.no_grad()
 def probe_model(
     model: GPT,
@@ -286,6 +313,7 @@ def probe_model(
     seed: int = 0,
     chunk: int = 256,
     variant: str | None = None,
+    flag_prefix: str = "",
 ) -> dict:
     """Probe ``model`` on the validation stream ``tokens`` (see the module docstring).
 
@@ -305,12 +333,7 @@ def probe_model(
     model.eval()
     cfg = model.config
     L_train = cfg.block_size
-    D = int(D or L_train)
-    if D < 1:
-        raise ValueError(f"D={D!r} must be a positive integer")
-    multiples = sorted(int(m) for m in multiples)
-    if not multiples or multiples[0] < 1:
-        raise ValueError(f"lengths={multiples!r} must be positive integers (multiples of L_train)")
+    multiples, D = check_probe(L_train, multiples, D, n_windows, n_queries, flag_prefix)
     tokens = np.asarray(tokens)
     ends = _window_ends(len(tokens), L_train * multiples[-1], n_windows)
     probs = token_frequencies(tokens, cfg.vocab_size)
@@ -375,19 +398,21 @@ def probe_checkpoint(
     seed: int = 0,
     tokens: np.ndarray | None = None,
     device: str = "cpu",
+    flag_prefix: str = "",
+    need_far: bool = False,
 ) -> dict:
-    """Load a checkpoint and probe it on its corpus' held-out split (or on ``tokens``)."""
+    """Load a checkpoint (:func:`.train.load_model`: a bad file is one line naming it) and probe it on its
+    corpus' held-out split (or on ``tokens``); the arguments are checked (:func:`check_probe`) before any work."""
     from .data import corpus_for
     from .train import load_model
 
     path = Path(path)
-    if not path.exists():
-        raise ValueError(f"checkpoint={str(path)!r} does not exist")
     model, ck = load_model(path, device)
+    check_probe(model.config.block_size, multiples, D, n_windows, n_queries, flag_prefix, need_far)
     if tokens is None:
-        tc = ck.get("train_config", {})
-        tokens = corpus_for(tc).val
-    res = probe_model(model, tokens, multiples, D, n_windows, n_queries, seed, variant=ck.get("variant"))
+        tokens = corpus_for(ck.get("train_config", {})).val
+    res = probe_model(model, tokens, multiples, D, n_windows, n_queries, seed, variant=ck.get("variant"),
+                      flag_prefix=flag_prefix)
     res["checkpoint"] = str(path)
     res["step"] = int(ck.get("step", 0))
     return res

@@ -25,10 +25,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+from stylized.options import Choice, Int, arg_type
 from stylized.results import Stopwatch
 
 from .evaluate import eval_cache_path, evaluate_checkpoint, weights_digest
-from .train import checkpoint_path, load_model, make_configs, results_root, train
+from .fileio import check_dir
+from .model import VARIANTS
+from .train import PRESETS, checkpoint_path, load_model, make_configs, results_root, train
 
 __all__ = ["spot_check", "add_parser", "main"]
 
@@ -40,9 +43,15 @@ def _committed(preset: str, variant: str, seed: int) -> tuple[dict, dict[int, di
     for path in (cache, compare):
         if not path.exists():
             raise ValueError(f"committed result {path} is missing: nothing to compare with")
-    key = json.loads(cache.read_text())["key"]
-    rows = {int(r["multiple"]): r for r in json.loads(compare.read_text())["per_seed"]
-            if r["variant"] == variant and int(r.get("seed", 0)) == seed}
+    try:
+        key = json.loads(cache.read_text(encoding="utf-8"))["key"]
+        rows = {int(r["multiple"]): r for r in json.loads(compare.read_text(encoding="utf-8"))["per_seed"]
+                if r["variant"] == variant and int(r.get("seed", 0)) == seed}
+        if not isinstance(key, dict) or not isinstance(key.get("weights"), str):
+            raise TypeError("no weights digest in its key")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise ValueError(f"committed results {cache} / {compare} are unusable ({type(e).__name__}: "
+                         f"{str(e).splitlines()[0][:80] if str(e) else ''})") from None
     if not rows:
         raise ValueError(f"{compare} has no rows for {variant} seed {seed}")
     return key, rows
@@ -112,6 +121,8 @@ def _cmd(args: argparse.Namespace) -> int:
 
         torch.set_num_threads(args.threads)
     try:
+        if args.scratch:
+            check_dir(args.scratch, "--scratch")  # before the retraining
         res = spot_check(args.variant, args.seed, args.preset, args.scratch, progress=not args.quiet)
     except ValueError as e:
         print(f"stylized: error: {str(e).splitlines()[0]}", file=sys.stderr)
@@ -127,11 +138,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("spot-check", help="retrain one committed transformer run (rope, seed 0, cpu) and "
                                                  "compare it with the committed numbers (~2 min)",
                               description=__doc__.split("\n\n")[1])
-    p.add_argument("--variant", default="rope", help="variant (default rope)")
-    p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
-    p.add_argument("--preset", default="cpu", help="preset (default cpu)")
+    p.add_argument("--variant", default="rope", type=arg_type(Choice(*VARIANTS)), help="variant (default rope)")
+    p.add_argument("--seed", type=arg_type(Int(0, 2**32 - 1)), default=0, help="seed, in [0, 2^32 - 1] (default 0)")
+    p.add_argument("--preset", default="cpu", type=arg_type(Choice(*PRESETS)),
+                   help=f"one of {', '.join(PRESETS)} (default cpu)")
     p.add_argument("--scratch", default=None, help="folder to train into (default: a temporary one, removed after)")
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument("--threads", type=arg_type(Int(1, 256)), default=1, help="torch CPU threads, in [1, 256] (default 1)")
     p.add_argument("--json", action="store_true", help="print the comparison as one JSON object")
     p.add_argument("--quiet", action="store_true", help="no progress bar; only the verdict line")
     p.set_defaults(func=_cmd)
@@ -139,8 +151,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m simulations.transformer.spot_check")
-    sub = parser.add_subparsers(dest="cmd")
+    from stylized.cli import _Parser  # one-line usage errors, as under ``stylized spot-check``
+
+    parser = _Parser(prog="python -m simulations.transformer.spot_check")
+    sub = parser.add_subparsers(dest="cmd", parser_class=_Parser)
     add_parser(sub)
     return _cmd(parser.parse_args(["spot-check", *(sys.argv[1:] if argv is None else argv)]))
 

@@ -20,9 +20,17 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from stylized.errors import InvalidInput
 from stylized.results import results_dir as _results_dir
 
 from .data import DEFAULT_MAX_BYTES, TOKENIZERS, Corpus, load_corpus
+from .fileio import (
+    check_dir,
+    load_training_state,
+    load_weights,
+    read_checkpoint,
+    save_checkpoint,  # noqa: F401 (atomic; .distributed imports it from here)
+)
 from .model import GPT, VARIANTS, GPTConfig
 
 
@@ -239,20 +247,13 @@ def _numpy_state_from_safe(st: tuple) -> tuple:
             int(st[2]), int(st[3]), float(st[4]))
 
 
-def save_checkpoint(path: Path, state: dict) -> None:
-    """Atomic save: write ``path.tmp`` then ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
-
-
-def load_model(path: str | os.PathLike, device: str | None = None) -> tuple[GPT, dict]:
-    """Model (eval mode) and the raw checkpoint dict."""
+def load_model(path: str | os.PathLike, device: str | None = None, *, label: str = "checkpoint") -> tuple[GPT, dict]:
+    """Model (eval mode) and the checkpoint dict, read and checked by :func:`.fileio.read_checkpoint` (a bad
+    file is an :class:`~stylized.InvalidInput` naming ``label``)."""
     device = device or default_device()
-    ck = torch.load(path, map_location=device, weights_only=True)
+    ck = read_checkpoint(path, device, label=label)
     model = GPT(GPTConfig(**ck["model_config"])).to(device)
-    model.load_state_dict(ck["model"])
+    load_weights(model, ck, path, label=label)
     model.eval()
     return model, ck
 
@@ -270,18 +271,27 @@ def build_model(mcfg: GPTConfig, tcfg: TrainConfig, device, fused: bool) -> tupl
     return model, opt
 
 
-def resume_from(path: Path, model: GPT, opt: torch.optim.Optimizer, tcfg: TrainConfig, device) -> tuple[dict, int, list]:
-    """Load ``path`` into ``model`` and ``opt``; returns (checkpoint, step, loss history). RNG states are the caller's."""
-    ck = torch.load(path, map_location=device, weights_only=True)
-    model.load_state_dict(ck["model"])
-    opt.load_state_dict(ck["optimizer"])
+def resume_from(path: Path, model: GPT, opt: torch.optim.Optimizer, tcfg: TrainConfig, device,
+                ck: dict | None = None) -> tuple[dict, int, list]:
+    """Load ``path`` (or its already read ``ck``) into ``model`` and ``opt``, every part checked first
+    (:func:`.fileio.load_training_state`); returns (checkpoint, step, loss history). RNG states are the caller's."""
+    ck = ck if ck is not None else read_checkpoint(path, device, label="--resume", resume=True)
     step = ck["step"]
     if step > tcfg.steps:
-        raise ValueError(
-            f"steps={tcfg.steps} is below the checkpoint's step {step} ({path}); "
+        raise InvalidInput(
+            f"--steps: {tcfg.steps} is below the checkpoint's step {step} ({path}); "
             "pass a larger --steps or delete the checkpoint"
         )
+    load_training_state(ck, model, opt, path)
     return ck, step, list(ck.get("history", []))
+
+
+def check_corpus(corpus: Corpus, block_size: int) -> None:
+    """A corpus long enough to draw one training block from (:func:`get_batch`), else one line naming it."""
+    need = block_size + 2
+    if len(corpus.train) < need:
+        raise InvalidInput(f"--data: the corpus ({corpus.description}) has {len(corpus.train)} training tokens; "
+                           f"a block of {block_size} needs at least {need}")
 
 
 def train_step(net: torch.nn.Module, model: GPT, opt: torch.optim.Optimizer, tcfg: TrainConfig, step: int,
@@ -355,15 +365,19 @@ def train(
     mcfg, tcfg, _ = make_configs(variant, preset, steps=steps, seed=seed, data=data, **overrides)
     device = device or default_device()
     path = Path(ckpt) if ckpt else checkpoint_path(preset, variant, seed, results_dir)
+    check_dir(path.parent, "--results-dir")  # before any work: the checkpoint can be written
+    # a resumed checkpoint is read and checked before any work (a bad file: one line naming --resume)
+    ck = read_checkpoint(path, device, label="--resume", resume=True) if resume and path.exists() else None
     corpus = corpus or load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)
+    check_corpus(corpus, mcfg.block_size)
     if corpus.vocab_size > mcfg.vocab_size:
         mcfg = GPTConfig(**{**mcfg.to_dict(), "vocab_size": corpus.vocab_size})
 
     model, opt = build_model(mcfg, tcfg, device, device == "cuda")
     step = 0
     history: list[tuple[int, float]] = []
-    if resume and path.exists():
-        ck, step, history = resume_from(path, model, opt, tcfg, device)
+    if ck is not None:
+        ck, step, history = resume_from(path, model, opt, tcfg, device, ck=ck)
         torch.set_rng_state(ck["rng"]["torch"])
         if device == "cuda" and ck["rng"].get("cuda") is not None:
             torch.cuda.set_rng_state_all(ck["rng"]["cuda"])

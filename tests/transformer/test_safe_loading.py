@@ -10,6 +10,7 @@ torch = pytest.importorskip("torch")
 
 from simulations.transformer import cli  # noqa: E402
 from simulations.transformer.train import checkpoint_path, load_model  # noqa: E402
+from stylized import InvalidInput  # noqa: E402
 
 
 class _Payload:
@@ -24,7 +25,7 @@ def test_malicious_checkpoint_runs_nothing(tmp_path):
     marker = tmp_path / "pwned"
     path = tmp_path / "evil.pt"
     torch.save({"model": _Payload(marker)}, path, pickle_protocol=pickle.HIGHEST_PROTOCOL)
-    with pytest.raises(pickle.UnpicklingError):
+    with pytest.raises(InvalidInput, match="is not a stylized checkpoint"):
         load_model(path, "cpu")
     assert not marker.exists()
 

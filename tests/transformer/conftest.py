@@ -1,0 +1,31 @@
+"""Fixtures of the transformer tests: a real (tiny) checkpoint, the smoke preset, one step on synthetic bytes
+(``good``, its bytes ``good_bytes`` and its loaded dict ``good_ck``; one per test module that asks)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory) -> Path:
+    torch = pytest.importorskip("torch")
+    from simulations.transformer.train import train
+    from tests.transformer._faults import _corpus
+
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("good")
+    info = train("rope", "smoke", steps=1, corpus=_corpus(), results_dir=root, progress=False, device="cpu")
+    return Path(info["checkpoint"])
+
+
+@pytest.fixture(scope="module")
+def good_bytes(good) -> bytes:
+    return good.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def good_ck(good) -> dict:
+    torch = pytest.importorskip("torch")
+    return torch.load(good, map_location="cpu", weights_only=True)
