@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from stylized.registry import Check, Option, add_validator
 from stylized.results import atomic_write
 
 __all__ = ["errorbar_rows", "LawChoice", "law_option", "law_at", "family_options", "family_from_params", "families_from_params", "validate_families",
-           "save_figure", "new_figure", "caption"]
+           "check_reference", "limits", "save_figure", "new_figure", "caption"]
 
 
 @dataclass(frozen=True)
@@ -193,7 +194,8 @@ def _families_of_experiments(check: Check, params: dict) -> None:
             try:
                 require(law_at(name, d0, params), needs)
             except ValueError as e:
-                raise InvalidInput(f"--family: {e}") from None
+                allowed = next((o.allowed() for o in check.options if o.name == "family"), "")
+                raise InvalidInput(f"--family: {e}" + (f"; --family takes {allowed}" if allowed else "")) from None
 
 
 NEEDS = {"orthogonal": "orthogonal steps", "iid": "i.i.d. steps", "planes": "commuting SO(2) planes",
@@ -207,6 +209,54 @@ def require(law: StepLaw, needs) -> None:
         if not getattr(law, cap, False):
             raise ValueError(f"family {law.name}: this check needs {NEEDS.get(cap, cap)} ({cap}=True)")
 
+
+
+def check_reference(law: StepLaw) -> None:
+    """Refuse (``ValueError`` naming ``--family``) a law whose post-mixing score law has no closed form and cannot be
+    estimated either (it never mixes, or too slowly for the Monte Carlo reference of
+    :func:`stylized.score_reference.estimated_far_score_law`): found before any work, as the run would find it."""
+    if getattr(law, "post_mixing_law", None) != "estimated":
+        return
+    from stylized.score_reference import _reference_length
+
+    try:
+        _reference_length(law)
+    except ValueError as e:
+        raise ValueError(f"--family: {str(e).splitlines()[0]}") from None
+
+
+def limits(check: Check) -> Check:
+    """``check`` with its ``validate`` (the limits between options: a ``ValueError`` ``"--opt: …"``) refusing in one
+    line that ends with the allowed values of every option it names (``…; --D takes an integer in [1, 4096]``), as the
+    range refusals do.  Register it as ``register(limits(Check(…, validate=_validate)))``.
+
+    >>> def a_below_b(p):
+    ...     if p["a"] >= p["b"]:
+    ...         raise ValueError("--a: must be < --b")
+    >>> c = limits(Check("toy", "C0", "", (Option("a", 1, "", Int(0, 9)), Option("b", 2, "", Int(1, 9))),
+    ...                  run=lambda p, **k: {}, validate=a_below_b))
+    >>> c.parse_params({"a": 5})
+    Traceback (most recent call last):
+    ...
+    stylized.InvalidInput: --a: must be < --b; --a takes an integer in [0, 9]; --b takes an integer in [1, 9]
+    """
+    if check.validate is None:
+        return check
+    validate, options = check.validate, check.options
+
+    def with_ranges(params: dict) -> None:
+        try:
+            validate(params)
+        except ValueError as e:
+            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+            at = {o.flag: m.start() for o in options if o.allowed() and o.allowed() not in msg
+                  and (m := re.search(re.escape(o.flag) + r"(?![\w-])", msg))}
+            named = sorted(at, key=at.get)  # in the order the message names them
+            allowed = {o.flag: o.allowed() for o in options}
+            raise InvalidInput("; ".join([msg, *(f"{flag} takes {allowed[flag]}" for flag in named)])) from None
+
+    with_ranges.__doc__ = validate.__doc__
+    return dataclasses.replace(check, validate=with_ranges)
 
 def errorbar_rows(ax, x, rows: list[dict], floor: float | None = None, **kw):
     """Plot each row's ``estimate`` at ``x`` with its interval ``[ci_low, ci_high]`` as error bars.

@@ -45,6 +45,8 @@ from stylized.options import Float, Int, IntList
 from stylized.registry import Check, Mutant, Option, headline, patched, register
 from stylized.sampling import equal_energy_query
 
+from ._common import limits
+
 NAME = "contraction-norm"
 LEVEL = 0.95
 _ELEMS = 1 << 22
@@ -261,7 +263,7 @@ MUTANTS = (
 
 REDUCED = {"d": 16, "n": [8, 32, 128], "samples": 1000, "far_L": [64, 256], "far_trials": 4}
 
-CHECK = register(Check(
+CHECK = register(limits(Check(
     name=NAME,
     claim="C4",
     statement=("Under PaTH's contraction I − β w wᵀ (β ∈ (0, 2), w uniform), log||P_n k|| has mean n μ₁ and "
@@ -286,4 +288,4 @@ CHECK = register(Check(
     mutants=MUTANTS,
     reduced=REDUCED,
     validate=_validate,
-))
+)))

@@ -46,6 +46,8 @@ from stylized.montecarlo import check_positive_int, progress
 from stylized.options import Float, Int
 from stylized.registry import Check, Mutant, Option, headline, register
 
+from ._common import limits
+
 NAME = "far-mass-bound"
 _GROUP = 8  # random trials per batch (one progress step); numpy/cupy stream a batch in lock-step
 
@@ -54,9 +56,10 @@ def _check_params(params: dict) -> tuple[int, int, float, int, int]:
     K = check_positive_int("K", params["K"], 0)
     M = check_positive_int("M", params["M"], 0)
     if K + M < 1:
-        raise ValueError("K + M must be ≥ 1 (K near and M far sources)")
+        raise ValueError(f"--K: must be ≥ 1 when --M is 0 (K near and M far sources: a softmax needs one), got K={K}, "
+                         f"M={M}")
     if M > 10**10:
-        raise ValueError(f"M must be ≤ 10¹⁰ (streamed, about 0.8 s per 10⁹), got {M}")
+        raise ValueError(f"--M: must be ≤ 10¹⁰ (streamed, about 0.8 s per 10⁹), got {M}")
     lam = params["lam"]
     if not (np.isfinite(lam) and lam >= 0):
         raise ValueError(f"lam (λ) must be a finite number ≥ 0, got {lam!r}")
@@ -65,6 +68,11 @@ def _check_params(params: dict) -> tuple[int, int, float, int, int]:
     if adv > 60:
         raise ValueError(f"adversarial must be in [0, 60] (δ = 2^−k), got {adv}")
     return K, M, float(lam), trials, adv
+
+
+def _validate(params: dict) -> None:
+    """``Check.validate``: :func:`_check_params` (``K + M ≥ 1``), before any work (``--dry-run`` too)."""
+    _check_params(params)
 
 
 def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict:
@@ -176,7 +184,7 @@ def _logits_past_lambda(excess: float = 1.05):
     return mock.patch(f"{__name__}.adversarial_search", wrong)
 
 
-CHECK = register(Check(
+CHECK = register(limits(Check(
     name=NAME,
     claim="C4",
     statement="Under full softmax with |logits| ≤ λ, no random or adversarial draw gives ρ_D < M_L/(M_L + K e^{2λ}), "
@@ -191,6 +199,7 @@ CHECK = register(Check(
     run=run,
     plot=plot,
     module="simulations.far_mass_bound",
+    validate=_validate,
     extra={"order": 0},
     mutants=(
         Mutant("bound-loosened-x2", "theory: the lower bound halved (M/(M+Ke^{2λ}) / 2): never crossed, but no longer "
@@ -201,4 +210,4 @@ CHECK = register(Check(
                "violated)", patch=lambda: _logits_past_lambda(1.05)),
     ),
     reduced={"M": 10**5, "trials": 8, "adversarial": 20},
-))
+)))

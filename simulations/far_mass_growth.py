@@ -52,7 +52,7 @@ from stylized.options import Choice, Choices, Float, FloatList, Int, IntList
 from stylized.registry import Check, Mutant, Option, headline, register
 from stylized.weight_laws import FarLaw, estimate_radius, near_chain
 
-from ._common import family_from_params, family_options
+from ._common import family_from_params, family_options, limits
 from ._far_mass_growth_plot import plot
 from ._far_mass_mutants import ESTIMATED_PARAMS, estimated_mean_off, frozen_family, scaled_far_law, wrap_model
 
@@ -74,7 +74,8 @@ def _model(params: dict) -> tuple[GrowthModel, np.ndarray, list[str]]:
     D = check_positive_int("D", params["D"], 1)
     Ls = np.asarray(sorted(set(params["L"])), dtype=np.int64)
     if Ls.size == 0 or Ls[0] <= D or Ls[-1] > 2**24:
-        raise ValueError(f"L must be context lengths in (D, 2^24] = ({D}, 16777216], got {params['L']!r}")
+        raise ValueError(f"--L: every context length must lie in (--D, 2^24] = ({D}, 16777216] (the near window is "
+                         f"n < D), got {params['L']!r} with D={D}")
     controls = list(dict.fromkeys(params["control"]))
     bad = [c for c in controls if c not in CONTROLS]
     if bad or not controls:
@@ -86,12 +87,20 @@ def _model(params: dict) -> tuple[GrowthModel, np.ndarray, list[str]]:
     if not (0 < params["beta"] < 2):
         raise ValueError(f"beta (contraction) must lie in (0, 2), got {params['beta']!r}")
     check_positive_int("L_train", params["L_train"], 2)
-    check_positive_int("L_sim", params["L_sim"], D + 1)
+    if check_positive_int("L_sim", params["L_sim"], 2) <= D:
+        raise ValueError(f"--L-sim: the longest context simulated literally must be > --D, got L_sim={params['L_sim']}, "
+                         f"D={D}")
     if not (np.isfinite(params["gate"]) and params["gate_sd"] >= 0):
         raise ValueError("gate must be finite and gate_sd ≥ 0")
     model = GrowthModel(fam, float(lam), D, params["near"], float(params["m"]), int(params["L_train"]),
                         float(params["gate"]), float(params["gate_sd"]), float(params["beta"]))
     return model, Ls, controls
+
+
+def _validate(params: dict) -> None:
+    """``Check.validate``: :func:`_model` (the law, the context lengths in ``(D, 2^24]``, ``--L-sim > --D``, …), before
+    any work (``--dry-run`` too)."""
+    _model(params)
 
 
 def _bound(c: str, model: GrowthModel, L: int) -> tuple[float | None, str]:
@@ -302,7 +311,7 @@ def _target_only_horizon():
     return mock.patch(f"{__name__}.wald_horizon", lambda EN, far, D: growth.wald_horizon(math.exp(far.lam), far, D))
 
 
-CHECK = register(Check(
+CHECK = register(limits(Check(
     name=NAME,
     claim="C4",
     statement="Rotation only: the measured mean ρ_D(L) matches E[ρ_D(L)] predicted from the far law and the near "
@@ -313,7 +322,7 @@ CHECK = register(Check(
         Option("lam", 10.0, "logit scale λ ≥ 0", Float(0, 100)),
         Option("D", 16, "near window D (K = D near sources)", Int(1, 4096, size=True)),
         Option("near", "all", "near keys aligned with q: 'all' (every near key = q) or 'target' (route length 0 only)", Choice("all", "target")),
-        Option("L", [2**k for k in range(9, 21)], "context lengths L (comma list, > D)", IntList(2, 2**40, size=True)),
+        Option("L", [2**k for k in range(9, 21)], "context lengths L (comma list, > D)", IntList(2, 2**24, size=True)),
         Option("L_sim", 65536, "longest context simulated literally; longer ones streamed from the exact far law", Int(2, 2**22, size=True)),
         Option("control", list(CONTROLS), f"controls (comma list of {', '.join(CONTROLS)})", Choices(*CONTROLS)),
         Option("m", 1 / 16, "ALiBi slope m > 0", Float(0, 100, lo_open=True)),
@@ -321,7 +330,7 @@ CHECK = register(Check(
         Option("gate", 4.0, "forget-gate logit mean (f = σ(g), g ~ N(gate, gate_sd²))", Float(-100, 100)),
         Option("gate_sd", 1.0, "forget-gate logit standard deviation ≥ 0", Float(0, 100)),
         Option("beta", 0.5, "contraction I − β w wᵀ, β ∈ (0, 2)", Float(0, 2, lo_open=True, hi_open=True)),
-        Option("trials", 20, "queries (independent contexts)", Int(1, 10**5, size=True)),
+        Option("trials", 20, "queries (independent contexts)", Int(2, 10**5, size=True)),
         Option("horizon_lam", [4.0, 6.0, 8.0, 10.0, 12.0], "λ values of the horizon (comma list)", FloatList(0, 16)),
         Option("horizon_trials", 64, "queries per λ for the horizon", Int(2, 10**5, size=True)),
         Option("eps", [0.5, 0.1, 0.01], "targets ε of the required-λ curves (comma list)", FloatList(0, 1, lo_open=True, hi_open=True)),
@@ -329,8 +338,9 @@ CHECK = register(Check(
     run=run,
     plot=plot,
     module="simulations.far_mass_growth",
+    validate=_validate,
     extra={"order": 1, "needs": ("orthogonal",)},
     mutants=MUTANTS,
     reduced={"d": 16, "lam": 5.0, "D": 4, "L": [16, 64, 256, 1024, 4096], "L_sim": 1024, "L_train": 64, "trials": 80,
              "horizon_lam": [3.0, 5.0], "horizon_trials": 80},
-))
+)))

@@ -56,7 +56,8 @@ import numpy as np
 from stylized.estimators import bonferroni_level, mean_ci, proportion_ci
 from stylized.families import SO2Uniform
 from stylized.montecarlo import check_positive_int
-from stylized.registry import Check, Mutant, Option, headline, int_list, patched, register, str_list
+from stylized.options import Choices, Float, Int, IntList
+from stylized.registry import Check, Mutant, Option, headline, patched, register
 from stylized.retrieval import (
     CONTROLS,
     RetrievalControl,
@@ -69,7 +70,7 @@ from stylized.retrieval import (
 from stylized.sampling import equal_energy_query, haar_coordinates
 from stylized.score_chains import score_chains
 
-from ._common import families_from_params, family_options, law_option
+from ._common import families_from_params, family_options, law_option, limits
 from ._far_retrieval_plot import plot
 from ._far_retrieval_theory import (
     estimated_lengths,
@@ -163,7 +164,7 @@ def _settings(params: dict):
     M = check_positive_int("M", params["M"], 2)
     ns = sorted(set(params["n"]))
     if not ns or ns[0] < 1 or ns[-1] > M:
-        raise ValueError(f"n must be route lengths in [1, M] = [1, {M}], got {params['n']!r}")
+        raise ValueError(f"--n: every passkey route length must lie in [1, --M] = [1, {M}], got n={params['n']!r}, M={M}")
     controls = list(dict.fromkeys(params["control"]))
     if not controls or any(c not in CONTROLS for c in controls):
         raise ValueError(f"control must be a list of {', '.join(CONTROLS)}; got {params['control']!r}")
@@ -385,7 +386,7 @@ MUTANTS = (
            params={"family": ["cayley"], "M": 256, "n": [1, 2, 4, 10, 16, 64, 256], "trials": 300}),
 )
 
-CHECK = register(Check(
+CHECK = register(limits(Check(
     name=NAME,
     claim="C3",
     statement="A passkey (a key equal to the query) at route length n among M random keys: its mean score follows "
@@ -396,16 +397,20 @@ CHECK = register(Check(
                         help="step laws (comma list): any orthogonal i.i.d. law (a registered name, "
                              "package.module:Factory, or a StepLaw from Python; 'all' for the six canonical families)"),)
     + family_options(d_default=64)[1:] + (
-        Option("lam", 10.0, "logit scale λ > 0", float),
-        Option("M", 65536, "random keys in the context (route lengths 0 … M, passkey excluded)", int),
+        Option("lam", 10.0, "logit scale λ > 0", Float(0, 100, lo_open=True)),
+        Option("M", 65536, "random keys in the context (route lengths 0 … M, passkey excluded; memory ∝ M)",
+               Int(2, 10**7, size=True)),
         Option("n", [1, 4, 10, 16, 64, 256, 1024, 4096, 16384, 65536], "passkey route lengths n ≤ M (comma list)",
-               int_list),
-        Option("trials", 512, "contexts per family", int),
-        Option("control", list(CONTROLS), f"far-mass controls (comma list of {', '.join(CONTROLS)})", str_list),
-        Option("m", 1 / 16, "ALiBi slope m > 0", float),
-        Option("gate", 4.0, "forget-gate logit g (constant gate σ(g) per token)", float),
-        Option("L_train", 512, "log-scaling training length (logits × ln(M+1)/ln L_train)", int),
-        Option("eps", 0.05, "correlation level ε of the per-plane windows W_b(ε) (non-mixing: W_b > M+1)", float),
+               IntList(1, 10**7)),
+        Option("trials", 512, "contexts per family", Int(10, 10**6, size=True)),
+        Option("control", list(CONTROLS), f"far-mass controls (comma list of {', '.join(CONTROLS)})", Choices(*CONTROLS)),
+        Option("m", 1 / 16, "ALiBi slope m (≥ 10⁻³: a slower decay is beyond the decaying-control theory's grids)",
+               Float(1e-3, 100)),
+        Option("gate", 4.0, "forget-gate logit g (constant gate σ(g) per token; g ≤ 8, σ(g) ≤ 0.99966: a gate nearer 1 "
+               "decays too slowly for the decaying-control theory's grids)", Float(-100, 8)),
+        Option("L_train", 512, "log-scaling training length (logits × ln(M+1)/ln L_train)", Int(2, 2**40)),
+        Option("eps", 0.05, "correlation level ε of the per-plane windows W_b(ε) (non-mixing: W_b > M+1)",
+               Float(0, 1, lo_open=True, hi_open=True)),
     ),
     run=run,
     plot=plot,
@@ -416,4 +421,4 @@ CHECK = register(Check(
     # step (the score at n = 10) are caught; M = 1024 keeps the work of the former M = 4096, 300 contexts
     reduced={"d": 16, "M": 1024, "n": [1, 4, 10, 16, 64, 256, 1024], "trials": 1500},
     validate=_validate,
-))
+)))

@@ -57,7 +57,7 @@ from stylized.sampling import equal_energy_query
 from stylized.score_chains import score_chains
 from stylized.score_laws import HaarCoordinate, estimated_far_score_law, far_score_law
 
-from ._common import family_from_params, family_options, law_option
+from ._common import check_reference, family_from_params, family_options, law_option, limits
 
 NAME = "haar-law"
 CHUNK = 4096  # trials per kernel call
@@ -74,15 +74,31 @@ def transport(family, n: int, size: int, seed, q: np.ndarray, k: np.ndarray, bac
 
 
 def _route_length(params: dict, fam) -> int:
+    """The route length of ``fam``: ``--n``, else ``⌈3·W(0.01)⌉`` (refused, naming ``--n``, when the law never mixes
+    or that default exceeds 10^5 steps)."""
     if params["n"] is not None:
         return check_positive_int("n", params["n"], 1)  # n = 0 transports nothing: a constant score, no law
     W = fam.mixing_window(0.01)
     if not math.isfinite(W):
-        raise ValueError(f"{fam.name} never mixes (γ = 0): give --n")
+        raise ValueError(f"--n: {fam.name} never mixes (γ = 0), so there is no default ⌈3·W(0.01)⌉; give --n")
     if 3 * W > 10**5:  # the default route length is a size too: refuse before allocating it
         raise ValueError(f"--n: the default ⌈3·W(0.01)⌉ = {3 * W:.3g} for {fam.name} exceeds 10^5 (it mixes too slowly); "
                          "give --n, or a faster-mixing family parameter")
     return int(math.ceil(3 * W))
+
+
+def _entries(params: dict) -> list:
+    entries = params["family"]
+    return [entries] if isinstance(entries, (str, StepLaw)) else list(entries)
+
+
+def _validate(params: dict) -> None:
+    """``Check.validate``: every law's route length (``--n``, or its default ``⌈3·W(0.01)⌉``, at most 10^5) and, for a
+    law without a closed-form post-mixing law, its estimated reference, refused before any work (``--dry-run`` too)."""
+    for entry in _entries(params):
+        fam = _law_of(params, entry)
+        _route_length(params, fam)
+        check_reference(fam)
 
 
 def _law_of(params: dict, entry) -> StepLaw:
@@ -131,8 +147,7 @@ def _family_part(fam, law, n, params, seed, backend, ts):
 
 
 def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict:
-    entries = params["family"]
-    entries = [entries] if isinstance(entries, (str, StepLaw)) else list(entries)
+    entries = _entries(params)
     check_positive_int("trials", params["trials"], 20)
     ts = sorted(set(params["t"]))
     if not ts or ts[0] < 0 or ts[-1] >= 1:
@@ -287,7 +302,7 @@ MUTANTS = (
            _patch("far_score_law", _wrong_law(2)), params=CAYLEY),
 )
 
-CHECK = register(Check(
+CHECK = register(limits(Check(
     name=NAME,
     claim="C2",
     statement="Past the mixing window, s = qᵀP_n k for k = q, transported along real routes, follows the exact "
@@ -304,7 +319,8 @@ CHECK = register(Check(
     run=run,
     plot=plot,
     module="simulations.haar_law",
+    validate=_validate,
     extra={"order": 0, "needs": ("orthogonal",)},
     mutants=MUTANTS,
     reduced={"d": 16, "trials": 40000, "t": [0.2, 0.4, 0.6, 0.7]},
-))
+)))

@@ -41,6 +41,8 @@ from stylized.options import Float, FloatList, Int, IntList
 from stylized.registry import Check, Mutant, Option, headline, patched, register
 from stylized.sampling import equal_energy_query
 
+from ._common import limits
+
 NAME = "markov-tokens"
 ALPHA = 0.05
 THEORY_KIND = "closed form (twisted transfer operator π D_b (T D_b)^{n−1} 1)"
@@ -63,12 +65,19 @@ def laws_from_params(params: dict) -> list[MarkovTokens]:
     if d % 2:
         raise ValueError(f"--d: d must be even for SO(2) blocks (d = 2, 4, 6, …), got {d}")
     if not 0.0 < params["omega_min"] <= params["omega_max"] <= np.pi:
-        raise ValueError(f"--omega-min: omega_min and omega_max must satisfy 0 < omega_min ≤ omega_max ≤ π, got "
-                         f"{params['omega_min']!r}, {params['omega_max']!r}")
+        raise ValueError(f"--omega-min: must be ≤ --omega-max (0 < omega_min ≤ omega_max ≤ π), got "
+                         f"omega_min={params['omega_min']!r}, omega_max={params['omega_max']!r}")
     u = np.random.default_rng(int(params["table_seed"])).uniform(-1.0, 1.0, (V, d // 2))
     table = u * plane_half_widths(d, params["omega_max"], params["omega_min"])
     pi = zipf_law(V, float(params["zipf"]))
-    return [markov_tokens(d, table=table, transition=mth.sticky_transition(pi, float(s))) for s in switches(params)]
+    laws = []
+    for s in switches(params):
+        try:
+            laws.append(markov_tokens(d, table=table, transition=mth.sticky_transition(pi, float(s))))
+        except ValueError as e:  # a switch so small that T rounds to I (reducible), …: bad input, named
+            raise ValueError(f"--switch: the token chain at s = {s!r} (--vocab {V}, --zipf {params['zipf']!r}) is "
+                             f"refused: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+    return laws
 
 
 def switches(params: dict) -> list[float]:
@@ -264,7 +273,7 @@ MUTANTS = (
 
 REDUCED = {"d": 8, "switch": [0.1], "n": [0, 1, 2, 3, 5, 10, 20, 50], "trials": 2000}
 
-CHECK = register(Check(
+CHECK = register(limits(Check(
     name=NAME,
     claim="C1",
     statement=("Measured for SO(2) steps driven by a stationary Markov token chain (sticky T = (1−s)I + s·1πᵀ, Zipf π): "
@@ -291,4 +300,4 @@ CHECK = register(Check(
     mutants=MUTANTS,
     reduced=REDUCED,
     validate=_validate,
-))
+)))

@@ -55,7 +55,7 @@ from stylized.registry import Check, Mutant, Option, headline, patched, register
 from stylized.sampling import equal_energy_query, sample_overlaps, sample_steps
 from stylized.scores import first_crossing
 
-from ._common import families_from_params, family_options
+from ._common import families_from_params, family_options, limits
 from ._mixing_mutants import estimated_mean_scaled as _estimated_mean_scaled
 from ._mixing_mutants import frozen_steps as _frozen_steps
 from ._mixing_mutants import householder_gap_half as _householder_gap_half
@@ -217,17 +217,20 @@ def _estimated_note(estimated: list[str], fams: list[StepFamily]) -> str:
 
 
 def _validate_extra(params: dict) -> None:
-    """Fail fast on the window and operator-norm options (before any sampling)."""
+    """Fail fast on the window and operator-norm options (before any sampling), naming the flags."""
     if not 0.0 < float(params["eps"]) < 1.0:
-        raise ValueError(f"eps must lie in (0, 1), got {params['eps']!r}")
+        raise ValueError(f"--eps: must lie in (0, 1), got {params['eps']!r}")
     if not params["L"] or min(params["L"]) < 2:
-        raise ValueError(f"L must be a list of context lengths ≥ 2, got {params['L']!r}")
-    check_positive_int("window_steps", params["window_steps"], 2 * max(params["L"]))
+        raise ValueError(f"--L: must be a list of context lengths ≥ 2, got {params['L']!r}")
+    steps = params["window_steps"]
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 2 * max(params["L"]):
+        raise ValueError(f"--window-steps: must be ≥ 2·max(--L) = {2 * max(params['L'])} (at least two contexts of "
+                         f"the longest L), got window_steps={steps!r}, max L={max(params['L'])}")
     if not 2 <= check_positive_int("d_op", params["d_op"], 2) <= 32:
-        raise ValueError(f"d_op must lie in [2, 32] (dense products), got {params['d_op']}")
+        raise ValueError(f"--d-op: must lie in [2, 32] (dense products), got {params['d_op']}")
     check_positive_int("trials_op", params["trials_op"], 10)
     if not params["n_op"] or min(params["n_op"]) < 1:
-        raise ValueError(f"n_op must be a list of route lengths ≥ 1, got {params['n_op']!r}")
+        raise ValueError(f"--n-op: must be a list of route lengths ≥ 1, got {params['n_op']!r}")
 
 
 def _window_part(fams: list[StepFamily], params: dict, seed: int, backend: str) -> list[dict]:
@@ -399,7 +402,7 @@ MUTANTS = (
 REDUCED = {"d": 16, "n": [0, 1, 2, 5, 10, 20, 50], "trials": 2000, "L": [64, 1024], "window_steps": 1 << 14,
            "d_op": 8, "n_op": [1, 2, 5, 10], "trials_op": 200}
 
-CHECK = register(Check(
+CHECK = register(limits(Check(
     name=NAME,
     claim="C1",
     statement=("Measured for i.i.d. steps of every family: E[qᵀP_n q] over independent chains matches the closed form "
@@ -413,7 +416,7 @@ CHECK = register(Check(
         Option("eps", 0.05, "correlation level ε defining the window W(ε)", Float(0, 1, lo_open=True, hi_open=True)),
         Option("window_steps", 1 << 18, "steps simulated per family and L (contexts = steps / L)", Int(1, 2**32, size=True)),
         Option("d_op", 16, "dimension of the dense products for ‖E[P_n]‖_op (≤ 32)", Int(2, 32, size=True)),
-        Option("n_op", [1, 2, 5, 10, 20, 40], "route lengths for ‖E[P_n]‖_op (comma list)", IntList(0, 10**5, size=True)),
+        Option("n_op", [1, 2, 5, 10, 20, 40], "route lengths n ≥ 1 for ‖E[P_n]‖_op (comma list)", IntList(1, 10**5, size=True)),
         Option("trials_op", 1000, "dense products per family for ‖E[P_n]‖_op", Int(10, 10**6, size=True)),
     ),
     run=run,
@@ -423,4 +426,4 @@ CHECK = register(Check(
     extra={"order": 0, "needs": ("iid",)},
     mutants=MUTANTS,
     reduced=REDUCED,
-))
+)))

@@ -45,6 +45,8 @@ from stylized.registry import Check, Mutant, Option, headline, patched, register
 from stylized.sampling import sample_steps
 from stylized.scores import first_crossing, so2_pair_correlation
 
+from ._common import limits
+
 NAME = "mixing-spectrum"
 
 
@@ -57,14 +59,32 @@ def plane_windows(fam: RopeRandom, eps: float, L_train: int, L_eval: int) -> np.
     return fam.plane_windows(eps)
 
 
-def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict:
-    fam = RopeRandom(d=check_positive_int("d", params["d"], 2), base=float(params["base"]))
+def _check_params(params: dict) -> tuple[RopeRandom, float, int, int, int]:
+    """``(law, eps, L_train, L_eval, chains)``, the limits between the options refused (one line naming the flags):
+    an even ``--d`` (SO(2) planes) and an evaluation context longer than the training one (``--L-eval > --L-train``)."""
+    d = check_positive_int("d", params["d"], 2)
+    if d % 2:
+        raise ValueError(f"--d: d must be even for SO(2) blocks (d = 2, 4, 6, …), got {d}")
+    fam = RopeRandom(d=d, base=float(params["base"]))
     eps = float(params["eps"])
     if not 0.0 < eps < 1.0:
-        raise ValueError(f"eps must lie in (0, 1), got {eps!r}")
+        raise ValueError(f"--eps: must lie in (0, 1), got {eps!r}")
     Lt = check_positive_int("L_train", params["L_train"], 2)
     Le = check_positive_int("L_eval", params["L_eval"], 3)
+    if Le <= Lt:
+        raise ValueError(f"--L-eval: must be > --L-train (planes that mix within the training length against those "
+                         f"that mix within a longer context), got L_eval={Le}, L_train={Lt}")
     chains = check_positive_int("chains", params["chains"], 3)
+    return fam, eps, Lt, Le, chains
+
+
+def _validate(params: dict) -> None:
+    """``Check.validate``: :func:`_check_params`, before any work (``--dry-run`` too)."""
+    _check_params(params)
+
+
+def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict:
+    fam, eps, Lt, Le, chains = _check_params(params)
     B = fam.n_planes
     xp, xrng = array_namespace(backend), xp_generator(backend, np.random.default_rng(seed))
     tot = xp.zeros((Le, B))
@@ -224,7 +244,7 @@ MUTANTS = (
 
 REDUCED = {"d": 32, "L_eval": 8192, "chains": 16}
 
-CHECK = register(Check(
+CHECK = register(limits(Check(
     name=NAME,
     claim="C1",
     statement=("Measured with random RoPE angles θ_b ~ U(−ω_b, ω_b): in each plane b the route length where the "
@@ -236,14 +256,16 @@ CHECK = register(Check(
         Option("base", 10000.0, "RoPE base (ω_b = base^(−2b/d))", Float(1, 1e12, lo_open=True)),
         Option("eps", 0.05, "correlation level ε defining the window", Float(1e-6, 1, hi_open=True)),
         Option("L_train", 512, "training context length (drawn in)", Int(2, 2**30, size=True)),
-        Option("L_eval", 65536, "evaluation context length = simulated context length (≥ 256: above the fastest plane's window)",
+        Option("L_eval", 65536, "evaluation context length = simulated context length (> L_train; ≥ 256: above the fastest "
+               "plane's window)",
                Int(256, 2**30, size=True)),
         Option("chains", 32, "independent contexts of length L_eval", Int(3, 10**6, size=True)),
     ),
     run=run,
     plot=plot,
     module="simulations.mixing_spectrum",
+    validate=_validate,
     extra={"order": 1},
     mutants=MUTANTS,
     reduced=REDUCED,
-))
+)))

@@ -65,7 +65,7 @@ from stylized.sampling import equal_energy_query
 from stylized.score_chains import score_chains
 from stylized.score_laws import estimated_far_score_law, far_score_law, max_mgf_bound
 
-from ._common import family_options, law_at, law_option
+from ._common import check_reference, family_options, law_at, law_option, limits
 
 NAME = "score-gap"
 CHUNK = 16  # contexts per kernel call (memory CHUNK·(far_n + M_max) floats)
@@ -95,15 +95,38 @@ def _kind(*kinds: str) -> str:
 
 
 def _far_n(params: dict, fam) -> int:
+    """The route length of the nearest far key: ``--far-n``, else ``⌈3·W(0.01)⌉`` of ``fam`` (at most 10^5)."""
     if params["far_n"] is not None:
         return check_positive_int("far_n", params["far_n"], 1)
     W = fam.mixing_window(0.01)
     if not math.isfinite(W):
-        raise ValueError(f"{fam.name} never mixes (γ = 0): give --far-n")
+        raise ValueError(f"--far-n: {fam.name} (d={fam.d}) never mixes (γ = 0), so there is no default ⌈3·W(0.01)⌉; "
+                         "give --far-n")
     if 3 * W > 10**5:  # the default route length is a size too: refuse before allocating it
-        raise ValueError(f"--far-n: the default ⌈3·W(0.01)⌉ = {3 * W:.3g} for {fam.name} exceeds 10^5 (it mixes too "
-                         "slowly); give --far-n, or a faster-mixing family parameter")
+        raise ValueError(f"--far-n: the default ⌈3·W(0.01)⌉ = {3 * W:.3g} for {fam.name} (d={fam.d}) exceeds 10^5 (it "
+                         "mixes too slowly); give --far-n, or a faster-mixing family parameter")
     return int(math.ceil(3 * W))
+
+
+def _plan(params: dict) -> list[tuple]:
+    """``(f_idx, d_idx, law, q, far_n)`` for every family and ``d``, each refused (one line naming the option)
+    before any work (``Check.validate``): the far route length (:func:`_far_n`), the near target below it
+    (``--target-n < far_n``), and for a law without a closed-form post-mixing law its estimated reference."""
+    names, nt, plan = params["family"], params["target_n"], []
+    for f_idx, entry in enumerate([names] if isinstance(names, (str, StepLaw)) else list(names)):
+        for d_idx, d in enumerate(sorted(set(params["d"]))):
+            fam = _law_at(params, entry, d)
+            if not fam.orthogonal:
+                raise ValueError(f"--family: family {fam.name}: this check needs orthogonal steps (orthogonal=True): a "
+                                 "contraction carries far scores to 0, with no post-mixing law to compare with")
+            far_n = _far_n(params, fam)
+            if nt >= far_n:
+                src = "--far-n" if params["far_n"] is not None else "the default --far-n ⌈3·W(0.01)⌉"
+                raise ValueError(f"--target-n: must be < {src} = {far_n} for {fam.name}, d={d} (the near target lies "
+                                 f"nearer the query than every far key), got target_n={nt}")
+            check_reference(fam)
+            plan.append((f_idx, d_idx, fam, equal_energy_query(d), far_n))
+    return plan
 
 
 def _context_stats(fam, params, far_n, nt, ts, Ms, band, lam, c_near, seed, backend, q):
@@ -176,35 +199,18 @@ def _ci_field(ci: tuple) -> dict:
 
 
 def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict:
-    names = params["family"]
-    entries = [names] if isinstance(names, (str, StepLaw)) else list(names)
     ds, ts, Ms, ns = (sorted(set(params[k])) for k in ("d", "t", "M", "n_near"))
     lam = float(params["lam"])
     if not (lam > 0 and math.isfinite(lam)):
         raise ValueError(f"lam (λ) must be a finite number > 0, got {lam!r}")
-    if not ts or ts[0] < 0 or ts[-1] >= 1:
-        raise ValueError(f"t must be a list of thresholds in [0, 1), got {params['t']!r}")
-    if not Ms or Ms[0] < 1:
-        raise ValueError(f"M must be a list of far counts ≥ 1, got {params['M']!r}")
-    if not ns or ns[0] < 1:
-        raise ValueError(f"n_near must be a list of route lengths ≥ 1, got {params['n_near']!r}")
+    # (t in [0, 1), M ≥ 1, n_near ≥ 1: the options' ranges, applied by parse_params)
     check_positive_int("trials", params["trials"], 4)
     t_near = check_positive_int("trials_near", params["trials_near"], 10)
     nt = check_positive_int("target_n", params["target_n"], 0)
     if params["tail_band"] is not None:
         check_positive_int("tail_band", params["tail_band"], 1)
-    plan = []  # every law, route length and post-mixing law first: a refusal comes before any work
-    for f_idx, entry in enumerate(entries):
-        for d_idx, d in enumerate(ds):
-            fam = _law_at(params, entry, d)
-            if not fam.orthogonal:
-                raise ValueError(f"family {fam.name}: this check needs orthogonal steps (orthogonal=True): a contraction "
-                                 "carries far scores to 0, with no post-mixing law to compare with")
-            q = equal_energy_query(d)
-            far_n = _far_n(params, fam)
-            if nt >= far_n:
-                raise ValueError(f"target_n must lie below far_n = {far_n} ({fam.name}, d={d}), got {nt}")
-            plan.append((f_idx, d_idx, fam, q, far_n, far_score_law(fam, q, q)))
+    # every law, route length and post-mixing law first: a refusal comes before any work
+    plan = [(f_idx, d_idx, fam, q, far_n, far_score_law(fam, q, q)) for f_idx, d_idx, fam, q, far_n in _plan(params)]
     rows, far_to_near = [], []
     for f_idx, d_idx, fam, q, far_n, law in montecarlo_progress(plan, total=len(plan), desc="score-gap (family, d)",
                                                                 enabled=progress):
@@ -410,7 +416,7 @@ MUTANTS = (
            _patch("far_score_law", lambda f, q, k: estimated_far_score_law(f, q, k, n=2)), params=CAYLEY),
 )
 
-CHECK = register(Check(
+CHECK = register(limits(Check(
     name=NAME,
     claim="C3",
     statement="Far keys equal to the query, transported along real routes past the window, follow the exact post-mixing "
@@ -425,16 +431,17 @@ CHECK = register(Check(
         Option("trials", 48, "contexts per (family, d), each with max(M) far keys", Int(4, 10**6, size=True)),
         Option("far_n", None, "route length of the nearest far key (default ⌈3·W(0.01)⌉ per family and d)", Int(1, 10**6, optional=True, size=True, nominal=500)),
         Option("tail_band", None, "far keys nearest the query used for the tail rows (default ⌈8·W(0.01)⌉)", Int(1, 10**7, optional=True, size=True)),
-        Option("n_near", [1, 2, 4, 8], "near route lengths n (comma list)", IntList(0, 10**5, size=True)),
+        Option("n_near", [1, 2, 4, 8], "near route lengths n ≥ 1 (comma list)", IntList(1, 10**5, size=True)),
         Option("trials_near", 4000, "near-route chains per (family, d)", Int(10, 10**7, size=True)),
-        Option("lam", 8.0, "logit scale λ", Float(0, 100)),
+        Option("lam", 8.0, "logit scale λ > 0", Float(0, 100, lo_open=True)),
         Option("target_n", 1, "route length of the near target", Int(0, 10**5, size=True)),
         Option("M", [64, 512, 4096, 65536], "far counts M (comma list)", IntList(1, 10**8, size=True)),
     ),
     run=run,
     plot=plot,
     module="simulations.score_gap",
+    validate=_plan,
     extra={"order": 1, "needs": ("orthogonal",)},
     mutants=MUTANTS,
     reduced={"d": [16, 64], "trials": 64, "M": [64, 1024, 16384], "trials_near": 1000},
-))
+)))

@@ -56,7 +56,7 @@ from stylized.registry import Check, Mutant, Option, headline, register
 from stylized.sampling import XP_CHUNK_ELEMENTS, equal_energy_query
 from stylized.weight_laws import FarLaw
 
-from ._common import family_from_params, family_options
+from ._common import family_from_params, family_options, limits
 
 NAME = "transfer"
 ALPHA_PRED, ALPHA_SAME = 0.025, 0.025  # familywise levels: predictions, near-pattern tests
@@ -130,20 +130,35 @@ def _measure(near: np.ndarray, far: np.ndarray, tn: int) -> dict:
             "alpha": np.exp(near[:, tn] - lse_all), "mean_weights": w.mean(axis=0)}
 
 
-def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict:
-    fam = family_from_params(params)
-    if not fam.orthogonal:
-        raise ValueError(f"family {fam.name}: this check needs orthogonal steps (orthogonal=True): the far law "
-                         "(a uniform far key gives a Haar coordinate) holds only for orthogonal transport")
+def _check_params(params: dict) -> tuple[list[int], int, int, int, float]:
+    """``(Ls, D, trials, target_n, lam)``, with the limits between the options refused (one line naming the flags):
+    at least two distinct ``--L``, each beyond the near window ``--D``, and the target inside it (``--target-n < --D``)."""
     Ls = sorted(set(params["L"]))
     D = check_positive_int("D", params["D"], 1)
     trials = check_positive_int("trials", params["trials"], 10)
     tn = check_positive_int("target_n", params["target_n"], 0)
     lam = check_lambda(params["lam"])
-    if len(Ls) < 2 or Ls[0] <= D:
-        raise ValueError(f"L must list at least two context lengths > D = {D}, got {params['L']!r}")
+    if len(Ls) < 2:
+        raise ValueError(f"--L: must list at least two distinct context lengths (the first and last are compared), "
+                         f"got {params['L']!r}")
+    if Ls[0] <= D:
+        raise ValueError(f"--L: every context length must be > --D (the near window n < D), got L={Ls[0]}, D={D}")
     if tn >= D:
-        raise ValueError(f"target_n must lie in [0, D − 1] = [0, {D - 1}], got {tn}")
+        raise ValueError(f"--target-n: must be < --D (the target lies in the near window), got target_n={tn}, D={D}")
+    return Ls, D, trials, tn, lam
+
+
+def _validate(params: dict) -> None:
+    """``Check.validate``: :func:`_check_params`, before any work (``--dry-run`` too)."""
+    _check_params(params)
+
+
+def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict:
+    fam = family_from_params(params)
+    if not fam.orthogonal:
+        raise ValueError(f"family {fam.name}: this check needs orthogonal steps (orthogonal=True): the far law "
+                         "(a uniform far key gives a Haar coordinate) holds only for orthogonal transport")
+    Ls, D, trials, tn, lam = _check_params(params)
     per_L = {}
     for l_idx, L in enumerate(_progress(Ls, total=len(Ls), desc=NAME, enabled=progress)):
         near, far = near_and_far(fam, L, D, lam, tn, trials, np.random.default_rng([seed, l_idx]), backend)
@@ -341,14 +356,14 @@ def _far_mgf(scale: float):
     return scaled_far_law(f"{__name__}.FarLaw", scale)
 
 
-CHECK = register(Check(
+CHECK = register(limits(Check(
     name=NAME,
     claim="C3",
     statement="The normaliser grows with L: the measured far mass ρ_D(L) and the target's absolute weight α_T(L) match "
               "their predictions from the far law and the target's transport law at L = 512 and 65,536; the near "
               "pattern renormalised over the near set has the same law at both L (true by construction in this model).",
     options=family_options("rope-random", 64) + (
-        Option("L", [512, 65536], "context lengths L (comma list; the first and last are compared)", IntList(2, 2**30, size=True)),
+        Option("L", [512, 65536], "context lengths L (comma list; the first and last are compared)", IntList(2, 2**30, size=True, min_len=2)),
         Option("D", 16, "near window D (near set n < D)", Int(1, 4096, size=True)),
         Option("lam", 4.0, "logit scale λ", Float(0, 100)),
         Option("target_n", 3, "route length of the planted target key k = q", Int(0, 4096, size=True)),
@@ -357,6 +372,7 @@ CHECK = register(Check(
     run=run,
     plot=plot,
     module="simulations.transfer",
+    validate=_validate,
     extra={"order": 2, "needs": ("orthogonal",)},
     mutants=(
         Mutant("far-mgf-3pct", "theory: the far law's MGF μ = E e^{λξ} off by 3% (every far weight ×1.03)",
@@ -372,4 +388,4 @@ CHECK = register(Check(
                "with L", patch=_log_scaled_logits),
     ),
     reduced={"L": [512, 4096], "trials": 300},
-))
+)))

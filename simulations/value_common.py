@@ -44,7 +44,7 @@ from stylized.values import chunk_size, far_energy_samples, in_law_sums
 
 from ._common import finite
 
-__all__ = ["COLORS", "check_common", "check_law", "equals_theory", "zero_excess", "pooled_level", "theory_scaled",
+__all__ = ["COLORS", "check_common", "check_law", "check_laws", "equals_theory", "zero_excess", "pooled_level", "theory_scaled",
            "mean_scaled", "far_counts", "energy_rows", "row_theory", "judge", "label",
            "verdict_key", "passed", "energy_panel", "caption_params", "with_default", "OPT_D", "OPT_W", "OPT_LAM", "OPT_KA", "OPT_NOISE",
            "no_transport", "chi_scaled_theory", "chi_scaled_pairs", "asymptote_theory", "repeated_steps"]
@@ -83,6 +83,15 @@ def check_law(fam: StepFamily, *, pathwise: bool = True) -> StepFamily:
         raise ValueError(f"family {fam.name}: this check needs steps fixed pathwise (pathwise=True or a "
                          "pathwise_steps override)")
     return fam
+
+
+def check_laws(fams, *, pathwise: bool = True) -> None:
+    """:func:`check_law` of every law in ``fams``, its refusal naming ``--family`` (a ``Check.validate`` helper)."""
+    for fam in fams:
+        try:
+            check_law(fam, pathwise=pathwise)
+        except ValueError as e:
+            raise ValueError(f"--family: {e}") from None
 
 
 def far_counts(params: dict) -> list[int]:

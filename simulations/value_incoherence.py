@@ -33,7 +33,7 @@ from stylized.options import Int, IntList
 from stylized.registry import Check, Mutant, Option, headline, register
 from stylized.value_theory import coherent_sum, correlation_pairs
 
-from ._common import family_from_params, family_options
+from ._common import family_from_params, family_options, limits
 from .value_common import (
     LEVEL,
     NO_VALUE_TRANSPORT,
@@ -47,6 +47,7 @@ from .value_common import (
     caption_params,
     check_common,
     check_law,
+    check_laws,
     chi_scaled_theory,
     energy_panel,
     energy_rows,
@@ -67,6 +68,12 @@ __all__ = ["fit_exponent", "run_incoherence", "run_scaling", "sqrt_law_theory"]
 # ---------------------------------------------------------------------------------------
 # 1. value-incoherence
 # ---------------------------------------------------------------------------------------
+def _validate_incoherence(params: dict) -> None:
+    """``Check.validate``: the shared value options and the law (pathwise steps for softmax weights), before any work."""
+    check_common(params)
+    check_laws([family_from_params(params)], pathwise=params["weights"] != "equal")
+
+
 def run_incoherence(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict:
     check_common(params)
     w, ka = params["weights"], params["key_align"]
@@ -167,6 +174,12 @@ def sqrt_law_theory(family, b: np.ndarray, M: int, noise: float = 0.0) -> float:
     return float(np.real(coherent_sum(z, M)) @ w) / M**1.5 + noise**2 * family.d / (np.sqrt(M) * float(b @ b))
 
 
+def _validate_scaling(params: dict) -> None:
+    """``Check.validate``: the shared value options and the law, before any work."""
+    check_common(params)
+    check_laws([family_from_params(params)], pathwise=False)
+
+
 def run_scaling(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict:
     params = {**params, "weights": "equal", "key_align": 0.0, "lam": 0.0}
     check_common(params)
@@ -247,7 +260,7 @@ def plot_scaling(result: dict, outdir: Path) -> list[Path]:
 _THEORY = "simulations.value_common.qkv_interference_theory"
 
 
-register(Check(
+register(limits(Check(
     name="value-incoherence", claim="C5",
     statement="Equal weights: E||F||²/(ρ_D²||b||²) equals 1 for QK-only and the exact finite-M value "
               "(1/M²)Σ_{j,k} b̂ᵀE[M]^{|j−k|}b̂ (+σ²d/(M||b||²)) for QKV at every M, and QKV's estimate/exact − 1 "
@@ -257,6 +270,7 @@ register(Check(
         Option("M", [1, 4, 16, 64, 256, 1024], "far counts M (comma list)", IntList(1, 10**7, size=True)), OPT_D, OPT_W, OPT_LAM,
         OPT_KA, OPT_NOISE, Option("trials", 2000, "Monte Carlo routes per M", Int(2, 10**7, size=True))),
     run=run_incoherence, plot=plot_incoherence, module="simulations.value_incoherence",
+    validate=_validate_incoherence,
     extra={"order": 0, "needs": ("orthogonal",)},
     mutants=(
         NO_VALUE_TRANSPORT,
@@ -271,9 +285,9 @@ register(Check(
                params={"family": "cayley"}),
     ),
     reduced={"d": 16, "M": [1, 4, 16, 64, 256], "trials": 400},
-))
+)))
 
-register(Check(
+register(limits(Check(
     name="value-scaling", claim="C5",
     statement="Equal weights: the fitted exponent β of E||F_QKV||²/(ρ_D²||b||²) ∝ M^β over the M grid equals the "
               "exponent of the exact finite-M formula fitted the same way (→ −1 as M → ∞) and is below 0, and its "
@@ -284,6 +298,7 @@ register(Check(
                IntList(1, 10**7, size=True, min_len=2)), OPT_D,
         OPT_NOISE, Option("trials", 400, "Monte Carlo routes per M", Int(2, 10**7, size=True))),
     run=run_scaling, plot=plot_scaling, module="simulations.value_incoherence",
+    validate=_validate_scaling,
     extra={"order": 1, "needs": ("orthogonal",)},
     mutants=(
         NO_VALUE_TRANSPORT,
@@ -300,4 +315,4 @@ register(Check(
                params={"family": "cayley"}),
     ),
     reduced={"d": 16, "M": [16, 64, 256, 1024], "trials": 200},
-))
+)))

@@ -37,7 +37,7 @@ from stylized.options import Int, IntList
 from stylized.registry import Check, Mutant, Option, headline, register
 from stylized.value_theory import haar_tilt_energy, tilt_floor
 
-from ._common import family_from_params, family_options, finite
+from ._common import family_from_params, family_options, finite, limits
 from .value_common import (
     COLORS,
     OPT_D,
@@ -49,6 +49,7 @@ from .value_common import (
     caption_params,
     check_common,
     check_law,
+    check_laws,
     chi_scaled_pairs,
     chi_scaled_theory,
     energy_panel,
@@ -106,6 +107,12 @@ def _tests(rows: list[dict], params: dict, fam) -> tuple[list[tuple], dict | Non
     if level is not None:
         tests.append((level, "estimate", "equals", 0.0, level.get("theory_radius", 0.0)))
     return tests, level
+
+
+def _validate(params: dict) -> None:
+    """``Check.validate``: the shared value options and the law (pathwise steps for softmax weights), before any work."""
+    check_common(params)
+    check_laws([family_from_params(params)], pathwise=params["weights"] != "equal")
 
 
 def run_independent(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict:
@@ -188,7 +195,7 @@ def same_stream(*args, **kwargs) -> dict[str, np.ndarray]:
     return out
 
 
-register(Check(
+register(limits(Check(
     name="value-independent-stream", claim="C5",
     statement="Same far values and weights, transported by the keys' route (same) or by an independent stream "
               "(the author's QKV): the independent stream equals the plug-in ᾱᵀCᾱ of its weights (exact value "
@@ -203,6 +210,7 @@ register(Check(
         with_default((OPT_W,), weights="softmax")[0], OPT_LAM, with_default((OPT_KA,), key_align=1.0)[0], OPT_NOISE,
         Option("trials", 500, "Monte Carlo routes per M", Int(2, 10**7, size=True))),
     run=run_independent, plot=plot_independent, module="simulations.value_independent_stream",
+    validate=_validate,
     extra={"order": 4, "needs": ("orthogonal",)},
     mutants=(
         Mutant("same-stream", "the independent value stream replaced by the keys' own route transport",
@@ -226,4 +234,4 @@ register(Check(
                patch=mean_scaled(0.97), params={"family": "cayley"}),
     ),
     reduced={"d": 16, "M": [16, 64, 256], "trials": 300},
-))
+)))

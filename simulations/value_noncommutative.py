@@ -31,7 +31,7 @@ from stylized.options import Int, IntList
 from stylized.registry import Check, Mutant, Option, register
 from stylized.value_theory import haar_tilt_energy, haar_tilt_floor, tilt_floor
 
-from ._common import families_from_params, family_options, finite
+from ._common import families_from_params, family_options, finite, limits
 from .value_common import (
     NO_VALUE_TRANSPORT,
     OPT_D,
@@ -42,6 +42,7 @@ from .value_common import (
     caption_params,
     check_common,
     check_law,
+    check_laws,
     chi_scaled_theory,
     energy_rows,
     equals_theory,
@@ -91,6 +92,13 @@ def _tests(rows: list[dict], params: dict, fams: dict) -> tuple[list[tuple], dic
             levels[mode] = lv
             tests.append((lv, "estimate", "equals", 0.0, lv.get("theory_radius", 0.0)))
     return tests, levels
+
+
+def _validate(params: dict) -> None:
+    """``Check.validate``: the shared value options and every law (``all``: the four families), before any work."""
+    check_common(params)
+    names = FAMILIES if params["family"] == ["all"] else params["family"]
+    check_laws(families_from_params({**params, "family": names}))
 
 
 def run_noncommutative(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict:
@@ -196,7 +204,7 @@ def _floor_as_exact(d: int, lam: float, M: int, nodes: int = 160) -> tuple[float
     return haar_tilt_floor(d, lam), 0.0
 
 
-register(Check(
+register(limits(Check(
     name="value-noncommutative", claim="C5",
     statement="For SO(2), Householder, lazy-Haar and Haar steps: equal weights give the exact finite-M value with "
               "χ^m → b̂ᵀE[M]^m b̂; softmax weights with uniform keys give the plug-in ᾱᵀCᾱ (zero excess); with keys "
@@ -208,6 +216,7 @@ register(Check(
         Option("M", [4, 16, 64, 256], "far counts M (comma list)", IntList(1, 10**7, size=True)), OPT_D, OPT_LAM, OPT_NOISE,
         Option("trials", 200, "Monte Carlo routes per (family, weights, M)", Int(2, 10**7, size=True))),
     run=run_noncommutative, plot=plot_noncommutative, module="simulations.value_noncommutative",
+    validate=_validate,
     extra={"order": 3, "needs": ("orthogonal",)},
     mutants=(
         Mutant("floor-removed", "Haar with keys = b̂: the coherent term dropped (plug-in E[Σᾱ²] only, no floor)",
@@ -230,4 +239,4 @@ register(Check(
                patch=mean_scaled(0.97), params={"family": ["cayley"]}),
     ),
     reduced={"d": 8, "M": [4, 16, 64], "trials": 120},
-))
+)))

@@ -32,7 +32,7 @@ from stylized.options import Int, IntList
 from stylized.registry import Check, Mutant, Option, headline, register
 from stylized.values import chunk_size, ratio_ci, snr_samples
 
-from ._common import family_from_params, family_options, finite
+from ._common import family_from_params, family_options, finite, limits
 from .value_common import (
     COLORS,
     LEVEL,
@@ -43,6 +43,7 @@ from .value_common import (
     caption_params,
     check_common,
     check_law,
+    check_laws,
     label,
     mean_scaled,
     theory_scaled,
@@ -135,14 +136,29 @@ def _horizon(L: np.ndarray, sir: np.ndarray, level: float = 1.0) -> float | None
     return None if sir[0] >= level else float(L[0])
 
 
+def _context_lengths(params: dict) -> list[int]:
+    """The sorted distinct ``--L``, each beyond the ``--K`` near sources (refused, naming both flags, otherwise)."""
+    K = check_positive_int("K", params["K"], 1)
+    Ls = sorted(set(params["L"]))
+    if not Ls or Ls[0] <= K:
+        raise ValueError(f"--L: every context length must be > --K (the near sources sit at route lengths 0 … K−1), "
+                         f"got L={Ls[0] if Ls else params['L']!r}, K={K}")
+    return Ls
+
+
+def _validate(params: dict) -> None:
+    """``Check.validate``: the shared value options, the law and the context lengths against ``--K``, before any work."""
+    check_common(params)
+    check_laws([family_from_params(params)])
+    _context_lengths(params)
+
+
 def run_snr(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict:
     check_common(params)
     fam = check_law(family_from_params(params))
     K = check_positive_int("K", params["K"], 1)
     trials = check_positive_int("trials", params["trials"], 2)
-    Ls = sorted(set(params["L"]))
-    if not Ls or Ls[0] <= K:
-        raise ValueError(f"L must be a list of context lengths > K={K}, got {params['L']!r}")
+    Ls = _context_lengths(params)
     q, t, b = _snr_vectors(fam.d)
     rows = []
     for l_idx, L in enumerate(Ls):
@@ -229,7 +245,7 @@ def plot_snr(result: dict, outdir: Path) -> list[Path]:
     return [sp.save(fig, Path(outdir) / "value-snr")]
 
 
-register(Check(
+register(limits(Check(
     name="value-snr", claim="C5",
     statement="The near target survives transport: E||P_n t − t||² equals the exact 2 − 2tᵀE[M]ⁿt for n < K; and "
               "the signal-to-interference ratio E[(tᵀN)²]/E||F||² of QKV crosses 1 at a longer context than "
@@ -239,7 +255,7 @@ register(Check(
         Option("K", 4, "near sources (route lengths 0 … K−1) carrying the target value t, key q", Int(1, 4096, size=True)),
         with_default((OPT_LAM,), lam=8.0)[0], OPT_KA, OPT_NOISE, Option("trials", 100, "Monte Carlo queries per L", Int(2, 10**6, size=True)),
         Option("trials_near", 4000, "routes of length K for the near-transport law E||P_n t − t||²", Int(2, 10**7, size=True))),
-    run=run_snr, plot=plot_snr, module="simulations.value_snr",
+    run=run_snr, plot=plot_snr, module="simulations.value_snr", validate=_validate,
     extra={"order": 2, "needs": ("orthogonal",)},
     mutants=(
         Mutant("no-value-transport", "near and far values not rotated (QKV sums = QK sums)",
@@ -257,4 +273,4 @@ register(Check(
                params={"family": "cayley", "L": [64, 256, 1024]}),
     ),
     reduced={"L": [64, 256, 1024, 4096], "trials": 60},
-))
+)))

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp
 
+from ._broadcast import check
 from .families import StepFamily, as_generator, uniform_sphere
 from .lse import softmax_rows
 from .options import arg_int, arg_real, arg_reals
@@ -44,27 +45,14 @@ __all__ = [
 
 
 def check_lambda(lam: float) -> float:
-    """Validate the logit scale ``λ ≥ 0`` (finite)."""
-    if isinstance(lam, bool) or not isinstance(lam, (int, float, np.floating, np.integer)):
-        raise ValueError(f"lam (λ) must be a finite number ≥ 0, got {lam!r}")
-    if not math.isfinite(lam) or lam < 0:
-        raise ValueError(f"lam (λ) must be a finite number ≥ 0, got {lam!r}")
-    return float(lam)
+    """Validate the logit scale ``λ ≥ 0`` (finite; :func:`stylized._broadcast.check`)."""
+    return float(check("lam (λ)", lam, 0, scalar=True))
 
 
 def check_logits(logits: np.ndarray, name: str = "logits") -> np.ndarray:
-    """Return ``logits`` as float64, raising ``ValueError`` on NaN (``-inf`` masks are allowed)."""
-    try:
-        if isinstance(logits, (str, bytes, bool)) or logits is None:
-            raise TypeError
-        x = np.asarray(logits, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be an array of real numbers, got {type(logits).__name__}") from None
-    if np.isnan(x).any():
-        raise ValueError(f"{name} contain NaN")
-    if np.isposinf(x).any():
-        raise ValueError(f"{name} contain +inf")
-    return x
+    """Return ``logits`` as float64: real numbers, ``-inf`` (a masked key) allowed; ``ValueError`` naming ``name``
+    on NaN, ``+inf`` or complex values, ``TypeError`` on anything not numeric (:func:`stylized._broadcast.check`)."""
+    return check(name, logits, neg_inf=True)
 
 
 def softmax(logits: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -96,11 +84,19 @@ def alibi_bias(n: np.ndarray, m: float) -> np.ndarray:
 def far_mass(logits: np.ndarray, D: int) -> np.ndarray:
     """``ρ_D = Σ_{n ≥ D} α_n`` for logits indexed by route length ``n`` along the last axis.
 
-    Computed as ``exp(LSE(far) − LSE(all))`` so it never overflows.
+    Computed as ``exp(LSE(far) − LSE(all))`` so it never overflows.  ``logits``: an array (at least 1-D) of
+    real numbers or ``-inf`` (a masked key); a row whose logits are all ``-inf`` (every key masked) has no
+    softmax, so its far mass is undefined and refused with a ``ValueError`` naming the mask (as :func:`softmax`
+    does).  A row whose far keys alone are all masked has ``ρ_D = 0``.  ``D ≥ 0`` an integer; ``D ≥ L`` gives 0.
     """
     x = check_logits(logits)
-    if D < 0:
-        raise ValueError(f"D must be ≥ 0, got {D}")
+    D = arg_int("D", D, 0)
+    if x.ndim == 0:
+        raise ValueError("logits must be an array of at least one dimension (route lengths on the last axis), "
+                         "got a scalar")
+    if x.size and np.isneginf(np.max(x, axis=-1)).any():
+        raise ValueError("logits: a row is entirely -inf (every key masked by the -inf mask); the far mass is "
+                         "undefined there")
     if D >= x.shape[-1]:
         return np.zeros(x.shape[:-1])
     return np.exp(logsumexp(x[..., D:], axis=-1) - logsumexp(x, axis=-1))
@@ -156,8 +152,7 @@ class StylizedAttention:
 
     def sample(self, L: int, random_state=None, values: np.ndarray | None = None) -> AttentionSample:
         """Draw steps, keys and values for a context of length ``L`` and attend from ``i = L − 1``."""
-        if L < 1:
-            raise ValueError(f"L must be ≥ 1, got {L}")
+        L = arg_int("L", L, 1)
         rng = as_generator(random_state)
         d = self.family.d
         q = np.ones(d) / math.sqrt(d)

@@ -23,7 +23,7 @@ import math
 import numpy as np
 from scipy import special, stats
 
-from ._broadcast import broadcasting
+from ._broadcast import broadcasting, check, check_shapes
 from .options import arg_int, arg_real, arg_reals
 
 __all__ = [
@@ -49,12 +49,8 @@ def _check_nonneg(name: str, x: float) -> float:
 
 def _check_dim(d, lo: int = 2):
     """``d`` an integer ≥ ``lo``, or an array of them (the Haar-coordinate laws broadcast over ``d``)."""
-    if np.ndim(d) == 0:
-        return arg_int("d", d, lo)
-    dd = arg_reals("d", d, lo)
-    if np.any(dd != np.round(dd)):
-        raise ValueError(f"d must hold integers ≥ {lo}, got {d!r}")
-    return dd
+    dd = check("d", d, lo, integer=True)
+    return int(dd) if dd.ndim == 0 else dd.astype(float)
 
 
 # --------------------------------------------------------------------------------------------
@@ -153,6 +149,9 @@ def alibi_far_sum(lam: float, m: float, D: int) -> float:
     return math.exp(lam - m * D) / (-math.expm1(-m))
 
 
+_ALIBI_TERMS = 1 << 16  # near windows up to this length are summed term by term (the built-in checks' numbers)
+
+
 @broadcasting("lam", "m", "D")
 def alibi_far_mass_bound(lam: float, m: float, D: int) -> float:
     """Upper bound on ``ρ_D`` under ALiBi at every context length (claim C4, *derived here*).
@@ -164,7 +163,15 @@ def alibi_far_mass_bound(lam: float, m: float, D: int) -> float:
     is ``≥ −λ − mn``.
     """
     S = alibi_far_sum(lam, m, D)
-    zmin = math.exp(lam) + sum(math.exp(-lam - m * n) for n in range(1, D))
+    lam, m, D = arg_real("lam (λ)", lam, 0), arg_real("m (ALiBi slope)", m, 0, lo_open=True), arg_int("D", D, 0)
+    try:
+        e_lam = math.exp(lam)
+    except OverflowError:  # λ > 709.78: ρ ≤ expit(ln S − ln Z_min), ln Z_min = λ (the near tail is e^{−2λ}-small)
+        return float(special.expit(-m * D - math.log(-math.expm1(-m))))
+    if D <= _ALIBI_TERMS:
+        zmin = e_lam + sum(math.exp(-lam - m * n) for n in range(1, D))
+    else:  # Σ_{n=1}^{D−1} e^{−λ−mn} in closed form (a loop over D terms would not finish)
+        zmin = e_lam + math.exp(-lam - m) * -math.expm1(-m * (D - 1)) / -math.expm1(-m)
     return S / (S + zmin)
 
 
@@ -175,9 +182,15 @@ def horizon_prediction(Z_N: float, mu: float, D: int) -> float:
     .. math:: L_{1/2} = D + Z_N/μ
 
     with ``(L − D)μ`` the mean far sum (``μ = E e^{λξ}``, :func:`stylized.score_laws.haar_mgf`) and ``Z_N``
-    the near sum.
+    the near sum: ``Z_N ≥ 0``, ``μ > 0``, ``D`` an integer ≥ 0 (each a number or an array).
     """
-    return D + Z_N / mu
+    Z_N = arg_real("Z_N (near sum)", Z_N, 0)
+    mu = arg_real("mu (μ, the mean far weight)", mu, 0, lo_open=True)
+    D = arg_int("D", D, 0)
+    out = D + Z_N / mu
+    if not math.isfinite(out):
+        raise ValueError(f"Z_N and mu: the horizon D + Z_N/μ overflows float64 (Z_N={Z_N}, μ={mu})")
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -191,8 +204,10 @@ def levy_tail(t: np.ndarray, d: int) -> np.ndarray:
     ``u`` uniform on ``S^{d−1}``; ``t`` and ``d`` broadcast (1 for ``t ≤ 0``).
     """
     t, d = arg_reals("t", t), _check_dim(d, 1)
+    check_shapes(t=t, d=d)
     t = np.asarray(t, dtype=float)
-    return np.where(t <= 0, 1.0, np.exp(-0.5 * d * t**2))
+    with np.errstate(over="ignore"):  # t² = inf for |t| > 1e154: the bound is 0 there
+        return np.where(t <= 0, 1.0, np.exp(-0.5 * d * t**2))
 
 
 def haar_coordinate_law(d: int) -> stats.rv_continuous:
@@ -212,12 +227,14 @@ def haar_coordinate_law(d: int) -> stats.rv_continuous:
 def haar_coordinate_cdf(s: np.ndarray, d: int) -> np.ndarray:
     """CDF of one coordinate ``s`` of a uniform point on ``S^{d−1}`` (claim C2, *derived*): ``I_{(1+s)/2}(a, a)``, ``a = (d−1)/2``."""
     s = arg_reals("s", s)
+    check_shapes(s=s, d=_check_dim(d))
     return haar_coordinate_law(d).cdf((1.0 + np.asarray(s, dtype=float)) / 2.0)
 
 
 def haar_coordinate_pdf(s: np.ndarray, d: int) -> np.ndarray:
     """Density of one Haar coordinate ``s`` (claim C2, *derived*): ``∝ (1 − s²)^{(d−3)/2}`` on ``[−1, 1]``."""
     s = arg_reals("s", s)
+    check_shapes(s=s, d=_check_dim(d))
     return haar_coordinate_law(d).pdf((1.0 + np.asarray(s, dtype=float)) / 2.0) / 2.0
 
 
@@ -229,6 +246,7 @@ def haar_coordinate_tail(t: np.ndarray, d: int) -> np.ndarray:
     Computed as the Beta survival function at ``(1 + t)/2`` (any ``t``; broadcasts over ``t`` and ``d``).
     """
     t = arg_reals("t", t)
+    check_shapes(t=t, d=_check_dim(d))
     return haar_coordinate_law(d).sf((1.0 + np.asarray(t, dtype=float)) / 2.0)
 
 
@@ -240,13 +258,16 @@ def hoeffding_tail(t: np.ndarray, a: np.ndarray) -> np.ndarray:
     ``a`` holds the plane amplitudes ``a_b = |q_b||k_b|`` (summed over); ``t`` broadcasts.
     """
     t, a = arg_reals("t", t), arg_reals("a", a)
-    if not np.isfinite(np.sum(a**2)):
+    with np.errstate(over="ignore"):
+        a2 = np.sum(a**2)
+    if not np.isfinite(a2):
         raise ValueError("a: the sum of squared amplitudes Σa² overflows float64")
     t = np.asarray(t, dtype=float)
     s2 = float(np.sum(np.asarray(a, dtype=float) ** 2))
     if s2 == 0:
         return np.where(t <= 0, 1.0, 0.0)
-    return np.where(t <= 0, 1.0, np.exp(-(t**2) / (2.0 * s2)))
+    with np.errstate(over="ignore"):  # t² = inf for |t| > 1e154: the bound is 0 there
+        return np.where(t <= 0, 1.0, np.exp(-(t**2) / (2.0 * s2)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -257,11 +278,13 @@ def chi_power_correlation(chi: np.ndarray, n: np.ndarray, weights: np.ndarray | 
 
     .. math:: E[qᵀP_n q] = Σ_b w_b Re χ_b^n,  w_b = ||q_b||²
 
-    ``weights`` default to ``1/B`` (a query with equal energy in every plane); ``n`` may be an array.
+    ``chi``: a non-empty 1-D array of characteristic values ``|χ_b| ≤ 1``; ``weights`` (``≥ 0``, one per plane)
+    default to ``1/B`` (a query with equal energy in every plane); ``n``: a route length ``≥ 0`` or an array of them.
     """
-    chi = np.asarray(chi, dtype=complex)
-    n = np.asarray(n)
-    w = np.full(chi.shape, 1.0 / chi.size) if weights is None else np.asarray(weights, dtype=float)
+    chi = check("chi (χ)", chi, complex_ok=True, abs_max=1 + 1e-12, ndim=1, nonempty=True)
+    n = check("n (route length)", n, 0, integer=True)
+    w = (np.full(chi.shape, 1.0 / chi.size) if weights is None
+         else check("weights", weights, 0, ndim=1, size=chi.size))
     if not n.ndim:
         return float(np.real(chi**n) @ w)
     return (w @ np.real(np.power.outer(chi, n.ravel()))).reshape(n.shape)

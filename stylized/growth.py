@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from ._broadcast import broadcasting
+from ._broadcast import ArgumentTypeError, broadcasting, check, check_callable, check_choice, check_instance
 from .bounds import horizon_prediction
 from .families import StepFamily
 from .options import arg_real
@@ -38,6 +38,42 @@ __all__ = ["wald_horizon", "forget_gate_mean", "control_factor", "control_lambda
 
 
 # ---------------------------------------------------------------------------------------
+# argument checks (the model, its chain, the context lengths)
+# ---------------------------------------------------------------------------------------
+_GROWTH_CONTROLS = ("none", "alibi", "log-scaling", "forget-gate")  # "contraction" has no prediction here
+
+
+def _check_model(model):
+    """``model`` a :class:`stylized.farmass.GrowthModel` whose fields lie in their domains (else a
+    ``ValueError`` naming the field)."""
+    from .farmass import GrowthModel
+
+    check_instance("model", model, GrowthModel, "a GrowthModel (stylized.farmass)")
+    check_instance("model.family", model.family, StepFamily, "a step law (StepLaw, see make_family)")
+    check("model.lam (λ)", model.lam, 0, scalar=True)
+    check("model.D", model.D, 1, integer=True, scalar=True)
+    check_choice("model.near", model.near, ("all", "target"))
+    check("model.m (ALiBi slope)", model.m, 0, lo_open=True, scalar=True)
+    check("model.L_train", model.L_train, 2, integer=True, scalar=True)
+    check("model.gate", model.gate, scalar=True)
+    check("model.gate_sd", model.gate_sd, 0, scalar=True)
+    return model
+
+
+def _check_chain(name: str, chain, methods: tuple[str, ...], *, optional: bool = True):
+    """``chain`` ``None`` (when ``optional``) or an object with the callable ``methods`` (a near or target chain)."""
+    if (optional and chain is None) or all(callable(getattr(chain, m, None)) for m in methods):
+        return chain
+    raise ArgumentTypeError(f"{name} must be a chain with {', '.join(methods)} (IsotropicChain, ReferenceChain)"
+                            f"{' or None' if optional else ''}, got {type(chain).__name__}")
+
+
+def _check_lengths(Ls, D: int) -> np.ndarray:
+    """Context lengths ``L > D`` (a non-empty 1-D array of integers) as int64."""
+    return check("Ls (context lengths)", Ls, D + 1, integer=True, ndim=1, nonempty=True)
+
+
+# ---------------------------------------------------------------------------------------
 # horizon and the forget gate's mean factors
 # ---------------------------------------------------------------------------------------
 def wald_horizon(mean_near: float, far: FarLaw, D: int) -> tuple[float, float]:
@@ -46,8 +82,11 @@ def wald_horizon(mean_near: float, far: FarLaw, D: int) -> tuple[float, float]:
     Wald's identity for ``τ = min{k : X_1 + … + X_k ≥ N}`` (``N`` independent of the ``X``):
     ``E τ = (E N + E[overshoot]) / μ``, ``L* = D + τ``.  The mean overshoot is taken at its renewal limit
     ``E X²/(2μ)``.  Returns ``(D + (E N + E X²/(2μ))/μ, D + E N/μ)``: the prediction and the ratio-of-means
-    horizon ``L_{1/2}`` where ``(L − D)μ = E N``.
+    horizon ``L_{1/2}`` where ``(L − D)μ = E N``.  ``mean_near ≥ 0``, ``D ≥ 0`` an integer.
     """
+    mean_near = check("mean_near", mean_near, 0, scalar=True)
+    check_instance("far", far, FarLaw)
+    D = check("D", D, 0, integer=True, scalar=True)
     mu = far.mean
     return D + (mean_near + far.second_moment / (2 * mu)) / mu, horizon_prediction(mean_near, mu, D)
 
@@ -118,7 +157,17 @@ def control_lambda(model, control: str, L: int) -> float:
 
 
 def mean_near_sum(model, lam: float, r: float | None, chain, far: FarLaw) -> float:
-    """(claim C4, *derived here*) ``E N = Σ_{n<D} c_n E e^{λ t_n}`` (aligned keys) or ``c_0 e^λ + Σ_{0<n<D} c_n μ`` (target only)."""
+    """(claim C4, *derived here*) ``E N = Σ_{n<D} c_n E e^{λ t_n}`` (aligned keys) or ``c_0 e^λ + Σ_{0<n<D} c_n μ`` (target only).
+
+    ``lam`` finite, ``r ∈ (0, 1]`` (or ``None``: ``c_n = 1``), ``chain`` the near chain (used for aligned keys),
+    ``far`` a :class:`FarLaw`.
+    """
+    _check_model(model)
+    lam = check("lam (λ)", lam, scalar=True)
+    if r is not None:
+        r = check("r (weight factor)", r, 0, 1, lo_open=True, scalar=True)
+    _check_chain("chain", chain, ("mgf",), optional=model.near != "all")
+    check_instance("far", far, FarLaw)
     D = model.D
     c = np.ones(D) if r is None else r ** np.arange(D, dtype=float)
     per = chain.mgf(lam, D) if model.near == "all" else np.r_[math.exp(lam), np.full(D - 1, far.mean)]
@@ -135,8 +184,19 @@ def predict_growth(model, Ls, controls, far_law=FarLaw, chain=None, h: float = 0
     ``e^{G_n}`` replaced by their means ``φ^n``; error ≈ 0.5% of ρ_D in tests), ``"simulated reference"``
     (near chain simulated: SO(2) blocks, or any law without a one-dimensional chain, with aligned near keys) or
     the chain's ``"estimated (Monte Carlo, n = …)"`` (an isotropic law without a closed-form operator).
+    ``Ls``: context lengths ``L > D``; ``controls``: names from ``none``, ``alibi``, ``log-scaling``,
+    ``forget-gate``, ``contraction`` (skipped: no prediction); ``h ∈ (0, 1]`` the quadrature step in ``ln σ``.
     """
-    Ls = np.asarray(Ls, dtype=np.int64)
+    _check_model(model)
+    Ls = _check_lengths(Ls, model.D)
+    if isinstance(controls, str) or not isinstance(controls, (list, tuple)):
+        raise ArgumentTypeError(f"controls must be a list of control names ({', '.join(_GROWTH_CONTROLS)}, "
+                                f"contraction), got {type(controls).__name__} {controls!r:.40}")
+    for c in controls:
+        check_choice("controls", c, _GROWTH_CONTROLS + ("contraction",))
+    check_callable("far_law", far_law)
+    _check_chain("chain", chain, ("mgf", "log_laplace"))
+    h = check("h (quadrature step)", h, 0, 1, lo_open=True, scalar=True)
     D, d = model.D, model.family.d
     kind0 = "closed form"
     if model.near == "all" and chain is None:
@@ -171,8 +231,13 @@ def ratio_of_means(model, Ls, control: str, far_law=FarLaw, chain=None) -> np.nd
     """(claim C4, *derived here*) ``E F / (E F + E N)`` per ``L``: the ratio of expectations, for comparison with ``E[F/(F+N)]`` (the prediction).
 
     Their difference is the Jensen gap of the ratio; it vanishes where one sum dominates (small and large ``L``).
+    ``Ls``: context lengths ``L > D``; ``control``: ``none``, ``alibi``, ``log-scaling`` or ``forget-gate``.
     """
-    Ls = np.asarray(Ls, dtype=np.int64)
+    _check_model(model)
+    Ls = _check_lengths(Ls, model.D)
+    check_choice("control", control, _GROWTH_CONTROLS)
+    check_callable("far_law", far_law)
+    _check_chain("chain", chain, ("mgf", "log_laplace"))
     if model.near == "all" and chain is None:
         chain = near_chain(model.family, model.D)[0]
     r, out = control_factor(model, control), np.empty(Ls.size)
@@ -187,8 +252,12 @@ def ratio_of_means(model, Ls, control: str, far_law=FarLaw, chain=None) -> np.nd
 def horizon_crossing(model, far_law=FarLaw, chain=None, h: float = 0.1) -> float:
     """(claim C4, *derived here*) The context length ``L_{1/2}`` where the predicted ``E[ρ_D(L)]`` without control equals ½ (real ``L``).
 
-    Bisection in ``ln M`` on the exact Laplace form (``M = L − D`` far keys).
+    Bisection in ``ln M`` on the exact Laplace form (``M = L − D`` far keys); ``h ∈ (0, 1]`` the quadrature step.
     """
+    _check_model(model)
+    check_callable("far_law", far_law)
+    _check_chain("chain", chain, ("mgf", "log_laplace"))
+    h = check("h (quadrature step)", h, 0, 1, lo_open=True, scalar=True)
     D = model.D
     if model.near == "all" and chain is None:
         chain = near_chain(model.family, D)[0]
@@ -256,8 +325,18 @@ def predict_transfer(family: StepFamily, lam: float, D: int, target_n: int, Ls, 
     per ``L``: the absolute near weight, which depends on ``L`` through the normaliser), ``alpha_renorm``
     (``E[Y/N]``, the renormalised near weight: no ``L`` in it), ``mean_near`` (``E N``) and ``kind``.
     ``chain``: the target's transport law (default :func:`target_chain`; a batch chain for an estimate's radius).
+    ``lam ≥ 0``, ``D ≥ 1``, ``0 ≤ target_n < D``, ``Ls`` context lengths ``L > D``, ``q`` a finite vector of
+    length ``d``, ``h ∈ (0, 1]``.
     """
-    Ls = np.asarray(Ls, dtype=np.int64)
+    check_instance("family", family, StepFamily, "a step law (StepLaw, see make_family)")
+    lam = check("lam (λ)", lam, 0, scalar=True)
+    D = check("D", D, 1, integer=True, scalar=True)
+    target_n = check("target_n", target_n, 0, D - 1, integer=True, scalar=True)
+    Ls = _check_lengths(Ls, D)
+    q = check("q", q, ndim=1, size=family.d)
+    check_callable("far_law", far_law)
+    h = check("h (quadrature step)", h, 0, 1, lo_open=True, scalar=True)
+    _check_chain("chain", chain, ("mgf", "laplace_at"))
     far = far_law(lam, family.d)
     chain = target_chain(family, target_n) if chain is None and target_n > 0 else chain
     y_mean = math.exp(lam) if target_n == 0 else (

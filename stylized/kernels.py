@@ -49,10 +49,9 @@ from .counter_rng import (
     unit_from_low,
     unit_open,
 )
-from .lse import lse_push
 from .laws.isotropic import Householder
+from .lse import lse_push
 from .transport import beta_step, iter_route_queries, route_angles
-from .transport_reference import position_to_route
 
 __all__ = ["kernel", "dot_nb", "beta_step_nb", "so2_scores_numpy", "so2_scores_numba", "householder_queries_numpy",
            "householder_queries_numba", "householder_overlaps_numpy", "householder_overlaps_numba",

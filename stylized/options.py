@@ -358,68 +358,36 @@ def choices_of(seq: Sequence[str]) -> tuple[str, ...]:
 
 
 def arg_int(name: str, value: Any, lo: int | None = None, hi: int | None = None) -> int:
-    """``value`` as an ``int`` in ``[lo, hi]``: ``TypeError`` if it is not a real number (bools, strings,
+    """``value`` as an ``int`` in ``[lo, hi]``: ``TypeError`` if it is not a number (bools, strings,
     ``None`` included), ``ValueError`` naming ``name`` and the range otherwise (an integer-valued float
-    such as ``16.0`` is accepted).
+    such as ``16.0``, a 0-d array or a NumPy integer is accepted); :func:`stylized._broadcast.check`.
 
     >>> arg_int("d", 8, 1)
     8
     """
-    import numbers
+    from ._broadcast import check
 
-    rng = Int(lo, hi).range_text() or "(-∞, ∞)"
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be an integer in {rng}, got {type(value).__name__} {_shown(value)}")
-    if not isinstance(value, numbers.Integral):
-        f = float(value)
-        if not (math.isfinite(f) and f.is_integer()):
-            raise ValueError(f"{name} must be an integer in {rng}, got {value!r}")
-    v = int(value)
-    if (lo is not None and v < lo) or (hi is not None and v > hi):
-        raise ValueError(f"{name} must be an integer in {Int(lo, hi).range_text()}, got {v!r}")
-    return v
+    return check(name, value, lo, hi, integer=True, scalar=True)
 
 
 def arg_real(name: str, value: Any, lo: float | None = None, hi: float | None = None, *, lo_open: bool = False,
              hi_open: bool = False) -> float:
-    """``value`` as a finite ``float`` in ``[lo, hi]`` (``lo_open``/``hi_open``: strict).
+    """``value`` as a finite ``float`` in ``[lo, hi]`` (``lo_open``/``hi_open``: strict);
+    :func:`stylized._broadcast.check`.
 
     >>> arg_real("lam", 2, 0)
     2.0
     """
-    import numbers
+    from ._broadcast import check
 
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {_shown(value)}")
-    spec = Float(lo, hi, lo_open=lo_open, hi_open=hi_open)
-    try:
-        return float(spec(value))
-    except (ValueError, OverflowError):
-        raise ValueError(f"{name} must be {spec.describe()}, got {value!r}") from None
+    return check(name, value, lo, hi, lo_open=lo_open, hi_open=hi_open, scalar=True)
 
 
 def arg_reals(name: str, value: Any, lo: float | None = None, hi: float | None = None, *, lo_open: bool = False,
               hi_open: bool = False, allow_neg_inf: bool = False):
     """``value`` as a float64 array of finite numbers in ``[lo, hi]`` (``allow_neg_inf``: ``-inf`` allowed,
-    e.g. masked logits); ``TypeError`` if it is not numeric, ``ValueError`` naming ``name`` otherwise."""
-    import numpy as np
+    e.g. masked logits); ``TypeError`` if it is not numeric, ``ValueError`` naming ``name`` otherwise
+    (complex values included); :func:`stylized._broadcast.check`."""
+    from ._broadcast import check
 
-    if isinstance(value, (str, bytes, bool, np.bool_)) or value is None:
-        raise TypeError(f"{name} must be a real number or an array of them, got {_shown(value)}")
-    try:
-        x = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a real number or an array of them, got {_shown(value)}") from None
-    bad = np.isnan(x) | (np.isinf(x) & ~((x < 0) & allow_neg_inf))
-    ok = ~bad
-    fin = np.where(np.isfinite(x), x, 0.0 if lo is None else lo + 1)
-    if lo is not None:
-        ok &= ~np.isfinite(x) | ((fin > lo) if lo_open else (fin >= lo))
-    if hi is not None:
-        ok &= ~np.isfinite(x) | ((fin < hi) if hi_open else (fin <= hi))
-    if not np.all(ok):
-        first = x[~ok].ravel()[0] if x.ndim else x
-        spec = Float(lo, hi, lo_open=lo_open, hi_open=hi_open)
-        raise ValueError(f"{name} must hold {spec.describe().removeprefix('a ').replace('number', 'numbers', 1)}"
-                         f"{' (or -inf)' if allow_neg_inf else ''}, got {float(first)!r}")
-    return x
+    return check(name, value, lo, hi, lo_open=lo_open, hi_open=hi_open, neg_inf=allow_neg_inf)

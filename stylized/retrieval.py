@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from ._broadcast import ArgumentTypeError, check, check_instance
 from .families import StepFamily
 from .overlap_laws import H_DEFAULT, far_overlap_law, haar_bins
 from .weight_laws import FarLaw
@@ -56,17 +57,38 @@ __all__ = ["RetrievalControl", "CONTROLS", "expected_score", "nonmixing_share", 
 CONTROLS = ("none", "alibi", "forget-gate", "log-scaling")
 
 
-def _unit_query(q) -> np.ndarray:
-    q = np.asarray(q, dtype=float)
-    if q.ndim != 1 or q.size < 2 or not np.all(np.isfinite(q)) or abs(float(q @ q) - 1.0) > 1e-9:
+def _law(family) -> StepFamily:
+    return check_instance("family", family, StepFamily, "a step law (StepLaw, see make_family)")
+
+
+def _unit_query(q, d: int | None = None) -> np.ndarray:
+    """``q`` a finite unit vector of length ``≥ 2`` (``d`` when given)."""
+    q = check("q", q, ndim=1, size=d)
+    if q.size < 2 or abs(float(q @ q) - 1.0) > 1e-9:
         raise ValueError(f"q must be a finite unit vector of length ≥ 2, got norm {float(np.linalg.norm(q))!r}")
     return q
 
 
 def _route(n) -> int:
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise ValueError(f"n (route length) must be an integer ≥ 0, got {n!r}")
-    return int(n)
+    return check("n (route length)", n, 0, integer=True, scalar=True)
+
+
+def _routes(n) -> np.ndarray:
+    """Route lengths ``n ≥ 0`` (an integer or an array of them) as a float array of their shape."""
+    return check("n (route length)", n, 0, integer=True).astype(float)
+
+
+def _rule(points, weights) -> tuple[np.ndarray, np.ndarray]:
+    """A quadrature rule: non-empty 1-D finite ``points`` and ``weights`` of one length."""
+    pts = check("points", points, ndim=1, nonempty=True)
+    wts = check("weights", weights, ndim=1)
+    if wts.size != pts.size:
+        raise ValueError(f"points and weights must have one length (a weight per point), got {pts.size} and {wts.size}")
+    return pts, wts
+
+
+def _control(control) -> RetrievalControl:
+    return check_instance("control", control, RetrievalControl)
 
 
 def _per_plane(family: StepFamily) -> bool:
@@ -97,12 +119,13 @@ def expected_score(family: StepFamily, q, n, lam: float = 1.0, chi_scale: float 
 
     ``n``: a route length or an array of them.  ``chi_scale`` multiplies every ``χ_b`` (clipped to ``|χ| ≤ 1``) and
     ``exponent`` replaces ``n`` in the power: both exist for mutation tests (a wrong ``χ``, a window ``∝ L``).
+    ``n`` route lengths ``≥ 0``, ``lam`` finite, ``chi_scale ≥ 0``, ``exponent`` (if given) finite and ``≥ 0``.
     """
-    q = _unit_query(q)
-    n_arr = np.asarray(n, dtype=float)
-    x = n_arr if exponent is None else np.asarray(exponent, dtype=float)
-    if np.any(n_arr < 0):
-        raise ValueError(f"n (route length) must be ≥ 0, got {n!r}")
+    q = _unit_query(q, _law(family).d)
+    n_arr = _routes(n)
+    lam = check("lam (λ)", lam, scalar=True)
+    chi_scale = check("chi_scale", chi_scale, 0, scalar=True)
+    x = n_arr if exponent is None else check("exponent", exponent, 0)
     if _per_plane(family):
         chi = family.chi() * chi_scale
         chi = np.where(np.abs(chi) > 1.0, chi / np.abs(chi), chi)
@@ -121,11 +144,11 @@ def nonmixing_share(family: StepFamily, q, L: int, eps: float = 0.05) -> tuple[f
     """``(Σ_{b: W_b(ε) > L} |q_b|², #planes)``: query energy in the planes that do not mix within ``L`` tokens. (claim C3, beyond the paper; derived here)
 
     ``W_b(ε) = ⌈ln ε/ln|χ_b|⌉`` (:meth:`plane_windows`, laws with ``planes``); any other law mixes as a whole
-    (share 0 when ``W(ε) ≤ L``, else 1, as one "plane").
+    (share 0 when ``W(ε) ≤ L``, else 1, as one "plane").  ``L ≥ 0`` an integer, ``ε ∈ (0, 1)``.
     """
-    q = _unit_query(q)
-    if not (0.0 < eps < 1.0):
-        raise ValueError(f"eps must lie in (0, 1), got {eps!r}")
+    q = _unit_query(q, _law(family).d)
+    L = check("L (context length)", L, 0, integer=True, scalar=True)
+    eps = check("eps", eps, 0, 1, lo_open=True, hi_open=True, scalar=True)
     if family.planes:
         slow = family.plane_windows(eps) > L
         return float(np.sum((q[0::2] ** 2 + q[1::2] ** 2)[slow])), int(slow.sum())
@@ -134,13 +157,19 @@ def nonmixing_share(family: StepFamily, q, L: int, eps: float = 0.05) -> tuple[f
 
 
 def nonmixing_floor(family: StepFamily, q, n, L: int, lam: float = 1.0, eps: float = 0.05):
-    """``λ Σ_{b: W_b(ε) > L} |q_b|² Re χ_bⁿ``: the part of the expected passkey score carried by non-mixing planes. (claim C3, beyond the paper; derived here)"""
-    q = _unit_query(q)
+    """``λ Σ_{b: W_b(ε) > L} |q_b|² Re χ_bⁿ``: the part of the expected passkey score carried by non-mixing planes. (claim C3, beyond the paper; derived here)
+
+    ``n`` route lengths ``≥ 0``, ``L ≥ 0`` an integer, ``lam`` finite, ``ε ∈ (0, 1)``."""
+    q = _unit_query(q, _law(family).d)
+    n_arr = _routes(n)
+    L = check("L (context length)", L, 0, integer=True, scalar=True)
+    lam = check("lam (λ)", lam, scalar=True)
+    eps = check("eps", eps, 0, 1, lo_open=True, hi_open=True, scalar=True)
     if not _per_plane(family):
-        return expected_score(family, q, n, lam) if nonmixing_share(family, q, L, eps)[1] else 0.0 * np.asarray(n)
+        return expected_score(family, q, n, lam) if nonmixing_share(family, q, L, eps)[1] else 0.0 * n_arr
     slow = family.plane_windows(eps) > L
     w = np.where(slow, q[0::2] ** 2 + q[1::2] ** 2, 0.0)
-    out = lam * (w @ np.real(np.power.outer(family.chi(), np.ravel(np.asarray(n, float))))).reshape(np.shape(n))
+    out = lam * (w @ np.real(np.power.outer(family.chi(), np.ravel(n_arr)))).reshape(np.shape(n_arr))
     return float(out) if np.ndim(out) == 0 else out
 
 
@@ -156,9 +185,8 @@ def passkey_law(family: StepFamily, q, n: int, h: float = H_DEFAULT) -> tuple[np
     weights ``e_0ᵀKⁿ`` of the transport chain (signed weights; accurate for smooth ``g`` only).  A law without one
     is refused (estimate it: :func:`stylized.overlap_laws.estimated_rule`).
     """
-    q, n = _unit_query(q), _route(n)
-    if not (0 < h <= 0.1):
-        raise ValueError(f"h (grid step) must lie in (0, 0.1], got {h!r}")
+    q, n = _unit_query(q, _law(family).d), _route(n)
+    h = check("h (grid step)", h, 0, 0.1, lo_open=True, scalar=True)
     rule = family.overlap_law(q, n, h)
     if rule is None:
         raise ValueError(f"no passkey law for family {family.name!r}: its law of qᵀP_n q has no closed form "
@@ -180,14 +208,21 @@ def mixed_law(family: StepFamily, q, h: float = H_DEFAULT) -> tuple[np.ndarray, 
 # rank and weight among M haystack keys
 # ---------------------------------------------------------------------------------------
 def chance(M: int) -> float:
-    """``1/(M+1)``: the rank-1 probability of a key whose score has the haystack's law. (claim C3, beyond the paper; derived here)"""
-    return 1.0 / (M + 1.0)
+    """``1/(M+1)``: the rank-1 probability of a key whose score has the haystack's law. (claim C3, beyond the paper; derived here)
+
+    ``M ≥ 0`` an integer (or an array of them)."""
+    M = check("M", M, 0, integer=True)
+    out = 1.0 / (M + 1.0)
+    return float(out) if out.ndim == 0 else out
 
 
 def rank_one_probability(points, weights, d: int, M: int) -> float:
-    """``P(s_n > max_{j≤M} ξ_j) = E[F_H(s_n)^M]`` for ``M`` independent Haar coordinates ``ξ_j`` on ``S^{d−1}``. (claim C3, beyond the paper; derived here)"""
-    if isinstance(M, bool) or not isinstance(M, (int, np.integer)) or M < 1:
-        raise ValueError(f"M must be an integer ≥ 1, got {M!r}")
+    """``P(s_n > max_{j≤M} ξ_j) = E[F_H(s_n)^M]`` for ``M`` independent Haar coordinates ``ξ_j`` on ``S^{d−1}``. (claim C3, beyond the paper; derived here)
+
+    ``points``/``weights``: the rule of ``s_n`` (1-D, one length); ``d ≥ 2``, ``M ≥ 1`` integers."""
+    M = check("M", M, 1, integer=True, scalar=True)
+    d = check("d", d, 2, integer=True, scalar=True)
+    points, weights = _rule(points, weights)
     F = stats.beta.cdf((1.0 + np.clip(np.asarray(points, float), -1, 1)) / 2.0, (d - 1) / 2.0, (d - 1) / 2.0)
     return float(np.clip(np.asarray(weights) @ F**M, 0.0, 1.0))
 
@@ -206,14 +241,11 @@ class RetrievalControl:
     L_train: int = 512
 
     def __post_init__(self):
-        if self.name not in CONTROLS:
+        if not isinstance(self.name, str) or self.name not in CONTROLS:
             raise ValueError(f"control must be one of {', '.join(CONTROLS)}; got {self.name!r}")
-        if not (self.m > 0 and math.isfinite(self.m)):
-            raise ValueError(f"m (ALiBi slope) must be a finite number > 0, got {self.m!r}")
-        if not math.isfinite(self.gate):
-            raise ValueError(f"gate must be finite, got {self.gate!r}")
-        if isinstance(self.L_train, bool) or not isinstance(self.L_train, (int, np.integer)) or self.L_train < 2:
-            raise ValueError(f"L_train must be an integer ≥ 2, got {self.L_train!r}")
+        object.__setattr__(self, "m", check("m (ALiBi slope)", self.m, 0, lo_open=True, scalar=True))
+        object.__setattr__(self, "gate", check("gate", self.gate, scalar=True))
+        object.__setattr__(self, "L_train", check("L_train", self.L_train, 2, integer=True, scalar=True))
 
     @property
     def r(self) -> float | None:
@@ -245,11 +277,15 @@ def top_logit_probability(points, weights, d: int, M: int, n: int, control: Retr
     ``n ≥ 2/a`` the passkey never holds the top logit (ALiBi: ``n ≥ 2κλ/m``).  The sum over ``j`` is taken on a grid
     of step ``a/oversample`` (prefix sums per residue class) and interpolated at ``points``.
     """
-    if isinstance(M, bool) or not isinstance(M, (int, np.integer)) or M < 1:
-        raise ValueError(f"M must be an integer ≥ 1, got {M!r}")
+    M = check("M", M, 1, integer=True, scalar=True)
+    d = check("d", d, 2, integer=True, scalar=True)
     n = _route(n)
     if not 1 <= n <= M:
         raise ValueError(f"n must lie in [1, M] = [1, {M}], got {n}")
+    control = _control(control)
+    lam = check("lam (λ)", lam, 0, lo_open=True, scalar=True)
+    oversample = check("oversample", oversample, 1, 1024, integer=True, scalar=True)
+    points, weights = _rule(points, weights)
     r = control.r
     if r is None:
         return rank_one_probability(points, weights, d, M)
@@ -286,8 +322,13 @@ def haystack_log_laplace(control: RetrievalControl, lam: float, d: int, M: int, 
     geometric grid (trapezoid rule in ``u``, step ``h ≤ h_sigma``) chosen so that every shift ``j ln r`` is a whole
     number of steps (or, for ``|ln r| < h``, a whole number plus one of ``k`` fixed offsets): ``g`` is evaluated once
     on an extended grid and the ``M + 1`` terms are window sums of prefix sums, ``O(M + grid)``.  The passkey's own
-    position ``n`` is removed later (:func:`expected_weight`).
+    position ``n`` is removed later (:func:`expected_weight`).  ``lam > 0``, ``d ≥ 2``, ``M ≥ 1``, ``h_sigma ∈ (0, 1]``.
     """
+    control = _control(control)
+    lam = check("lam (λ)", lam, 0, lo_open=True, scalar=True)
+    d = check("d", d, 2, integer=True, scalar=True)
+    M = check("M", M, 1, integer=True, scalar=True)
+    h_sigma = check("h_sigma", h_sigma, 0, 1, lo_open=True, scalar=True)
     lk = lam * control.kappa(M)
     far = FarLaw(lk, d)
     u_lo = math.log(1e-10 / (far.mean * (M + 1) + math.exp(lk)))
@@ -331,11 +372,17 @@ def weight_moments(points, weights, n: int, control: RetrievalControl, lam: floa
     precomputed :func:`haystack_log_laplace` (``d`` and ``κλ`` are taken from it).  The ``σ``-integral is done on a
     grid of 301 scores over the law's mass (the integrand is smooth in ``s`` on the scale ``1/κλ``) and interpolated in ``log``.
     """
+    M = check("M", M, 1, integer=True, scalar=True)
     n = _route(n)
     if not 1 <= n <= M:
         raise ValueError(f"n must lie in [1, M] = [1, {M}], got {n}")
-    if isinstance(k_max, bool) or not isinstance(k_max, (int, np.integer)) or not 1 <= k_max <= 8:
-        raise ValueError(f"k_max must be an integer in [1, 8], got {k_max!r}")
+    k_max = check("k_max", k_max, 1, 8, integer=True, scalar=True)
+    control = _control(control)
+    check("lam (λ)", lam, 0, lo_open=True, scalar=True)
+    points, weights = _rule(points, weights)
+    if not (isinstance(haystack, tuple) and len(haystack) == 4 and isinstance(haystack[3], FarLaw)):
+        raise ArgumentTypeError(f"haystack must be the tuple (σ, h, log E e^(−σF), far) of haystack_log_laplace, "
+                                f"got {type(haystack).__name__}")
     sig, h, lp_all, far = haystack
     lp_n = far.log_laplace(sig * math.exp(float(control.log_factor(n))))
     lp = np.where(np.isfinite(lp_all), lp_all - np.where(np.isfinite(lp_n), lp_n, 0.0), -np.inf)

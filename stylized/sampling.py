@@ -37,6 +37,7 @@ import math
 
 import numpy as np
 
+from ._broadcast import check, check_instance
 from .backend import array_namespace, to_numpy, xp_generator
 from .families import StepFamily, as_generator, uniform_sphere
 from .transport_reference import route_product
@@ -78,12 +79,10 @@ def sample_steps(family: StepFamily, shape: tuple, xrng, backend: str = "numpy")
 
 
 def _check_ns(ns) -> np.ndarray:
-    ns = np.asarray(ns)
-    if ns.ndim != 1 or ns.size == 0 or not np.issubdtype(ns.dtype, np.integer) or (ns < 0).any():
-        raise ValueError(f"n must be a non-empty list of route lengths ≥ 0, got {ns.tolist()!r}")
+    ns = check("ns (route lengths)", ns, 0, integer=True, ndim=1, nonempty=True)
     if (np.diff(ns) <= 0).any():
-        raise ValueError(f"n must be strictly increasing, got {ns.tolist()!r}")
-    return ns.astype(np.int64)
+        raise ValueError(f"ns (route lengths) must be strictly increasing, got {ns.tolist()!r}")
+    return ns
 
 
 def sample_overlaps(family: StepFamily, ns, size: int, random_state=None, backend: str = "numba",
@@ -93,9 +92,14 @@ def sample_overlaps(family: StepFamily, ns, size: int, random_state=None, backen
     ``q`` defaults to :func:`equal_energy_query`.  ``E[qᵀ P_n q] = qᵀ E[M]^n q``.  Two paths: the Numba
     kernel (Householder under ``numba``: unit ``w`` from ``family.rvs``) and the array-namespace path
     (:func:`_sample_overlaps_xp`) for everything else, with NumPy (numpy, and numba where no kernel exists)
-    or CuPy.
+    or CuPy.  ``ns``: strictly increasing route lengths ``≥ 0``; ``size ≥ 0`` an integer; ``q`` a finite vector of
+    length ``d``.
     """
+    check_instance("family", family, StepFamily, "a step law (StepLaw, see make_family)")
     ns = _check_ns(ns)
+    size = check("size", size, 0, integer=True, scalar=True)
+    if q is not None:
+        q = check("q", q, ndim=1, size=family.d)
     rng = as_generator(random_state)
     qq = equal_energy_query(family.d) if q is None else np.asarray(q, dtype=float)
     fast = family.fast_overlaps(ns, size, rng, backend, qq)

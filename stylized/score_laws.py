@@ -39,11 +39,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy import integrate, optimize, special, stats
+from scipy import optimize, special, stats
 
-from ._broadcast import broadcasting
+from ._broadcast import broadcasting, check, check_callable, check_instance
 from .bounds import haar_coordinate_cdf, haar_coordinate_pdf, haar_coordinate_tail, hoeffding_tail, levy_tail
 from .options import arg_int, arg_real
+from .phase_cdf import _few_planes_cdf, gil_pelaez_cdf  # noqa: F401  (re-exported)
 from .score_reference import EstimatedScoreLaw, estimated_far_score_law
 
 __all__ = ["HaarCoordinate", "UniformPhaseSum", "EstimatedScoreLaw", "far_score_law", "estimated_far_score_law", "gil_pelaez_cdf", "max_mgf_bound",
@@ -52,6 +53,7 @@ __all__ = ["HaarCoordinate", "UniformPhaseSum", "EstimatedScoreLaw", "far_score_
 
 _C_J0 = math.sqrt(2.0 / math.pi)  # sup_z √z |J₀(z)| (approached from below as z → ∞)
 _MAX_TERMS = 1 << 22  # cap on the CDF series (memory ~ 32 MiB per evaluation point row)
+_MAX_GP_PIECES = 1 << 22  # cap on the Gil-Pelaez quadrature pieces (about a minute)
 
 
 @broadcasting("lam", "d")
@@ -105,23 +107,35 @@ def _debye_log_iv(nu: float, x: float) -> float:
     return -0.5 * math.log(2 * math.pi * nu) - 0.5 * math.log(r) + nu * eta + math.log1p(u1 / nu + u2 / nu**2 + u3 / nu**3)
 
 
+@broadcasting("lam")
 def uniform_phase_log_mgf(lam: float, a) -> float:
-    """``ln E[e^{λ Σ_b a_b cos U_b}] = Σ_b ln I_0(λ a_b)`` for independent uniform phases (claim C3, *derived here*)."""
-    x = abs(lam) * np.abs(np.asarray(a, dtype=float))
+    """``ln E[e^{λ Σ_b a_b cos U_b}] = Σ_b ln I_0(λ a_b)`` for independent uniform phases (claim C3, *derived here*).
+
+    ``lam``: ``|λ| ≤ 10⁸`` (broadcasts); ``a``: the finite plane amplitudes (summed over).
+    """
+    lam = arg_real("lam (λ)", lam, -1e8, 1e8)
+    a = check("a (plane amplitudes)", a)
+    with np.errstate(over="ignore"):
+        x = abs(lam) * np.abs(np.asarray(a, dtype=float))
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"lam (λ) = {lam} and a: λ·a_b overflows float64")
     return float(np.sum(np.log(special.i0e(x)) + x))
 
 
+@broadcasting("lam")
 def uniform_phase_mgf(lam: float, a) -> float:
     """Moment generating function of the SO(2) far score (claim C3, *derived here*).
 
     .. math:: E[e^{λ Σ_b a_b cos U_b}] = Π_b I_0(λ a_b)
 
     ``a`` holds the plane amplitudes (a core axis, like :func:`stylized.bounds.hoeffding_tail`); ``lam``
-    broadcasts.
+    broadcasts.  A value beyond float64 raises ``ValueError`` (use :func:`uniform_phase_log_mgf`).
     """
-    if np.ndim(lam):
-        return np.vectorize(lambda v: uniform_phase_mgf(float(v), a), otypes=[float])(lam)
-    return float(np.exp(uniform_phase_log_mgf(lam, a)))
+    with np.errstate(over="ignore"):
+        v = float(np.exp(uniform_phase_log_mgf(lam, a)))
+    if not math.isfinite(v):
+        raise ValueError(f"lam (λ) = {lam}: E[e^(λs)] overflows float64; use uniform_phase_log_mgf")
+    return v
 
 
 @broadcasting("d", "M")
@@ -139,14 +153,25 @@ def haar_expected_max(d: int, M: int) -> float:
     return float(1.0 - np.trapezoid(F**M, s))
 
 
-@lru_cache(maxsize=32)
+_JACOBI_MAX_NODES = 10**4  # roots_jacobi is O(n²): 10⁴ nodes take about 2 s
+_JACOBI_MAX_ALPHA = 1e9  # beyond it SciPy's recurrence overflows (NaN nodes)
+
+
 def jacobi_nodes(n: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """(claim C2 quadrature, *derived*) Gauss–Jacobi nodes on ``[−1, 1]`` for the weight ``(1 − x²)^α``, weights
     normalised to sum 1.
 
     With ``α = (d − 3)/2`` these integrate against the law of one Haar coordinate on ``S^{d−1}``
-    (:func:`stylized.bounds.haar_coordinate_pdf`).  Cached: do not modify the returned arrays.
+    (:func:`stylized.bounds.haar_coordinate_pdf`).  ``n`` an integer in ``[1, 10⁴]``, ``α ∈ (−1, 10⁹]``.
+    Cached: do not modify the returned arrays.
     """
+    n = arg_int("n (nodes)", n, 1, _JACOBI_MAX_NODES)
+    alpha = arg_real("alpha (α)", alpha, -1, _JACOBI_MAX_ALPHA, lo_open=True)
+    return _jacobi_nodes(n, alpha)
+
+
+@lru_cache(maxsize=32)
+def _jacobi_nodes(n: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     x, w = special.roots_jacobi(n, alpha, alpha)
     return x, w / w.sum()
 
@@ -185,10 +210,8 @@ class HaarCoordinate(_ClosedForm):
     has_density = True
 
     def __post_init__(self):
-        if isinstance(self.d, bool) or not isinstance(self.d, (int, np.integer)) or self.d < 2:
-            raise ValueError(f"d must be an integer ≥ 2, got {self.d!r}")
-        if not (self.scale > 0 and math.isfinite(self.scale)):
-            raise ValueError(f"scale must be a finite number > 0, got {self.scale!r}")
+        object.__setattr__(self, "d", arg_int("d", self.d, 2))
+        object.__setattr__(self, "scale", arg_real("scale", self.scale, 0, lo_open=True))
 
     def _x(self, s) -> np.ndarray:
         return np.asarray(s, dtype=float) / self.scale
@@ -239,10 +262,11 @@ class UniformPhaseSum(_ClosedForm):
     tail_bound_name = "Hoeffding"
 
     def __post_init__(self):
-        a = np.abs(np.asarray(self.a, dtype=float)).ravel()
+        a = np.abs(check("a", self.a)).ravel()
         if a.size == 0 or not np.all(np.isfinite(a)) or not np.any(a > 0):
             raise ValueError(f"a must hold finite amplitudes, at least one > 0, got {self.a!r}")
         object.__setattr__(self, "a", tuple(float(v) for v in a if v > 0))
+        object.__setattr__(self, "tol", arg_real("tol", self.tol, 0, 1, lo_open=True))
 
     @property
     def A(self) -> float:
@@ -343,65 +367,31 @@ class UniformPhaseSum(_ClosedForm):
         return np.where(inside, self._series(np.where(inside, x, 0.0), "pdf"), 0.0)
 
 
-def _few_planes_cdf(x: float, a: tuple) -> float:
-    """CDF of ``Σ_b a_b cos U_b`` for one to three planes: the arcsine law ``½ + arcsin(x/a)/π`` for one,
-    and ``F_B(x) = (1/π)∫_0^π F_{B−1}(x − a_B cos u) du`` (condition on the last phase) for more."""
-    if len(a) == 1:
-        return 0.5 + math.asin(min(1.0, max(-1.0, x / a[0]))) / math.pi
-    rest, aB = a[:-1], a[-1]
-    lim = sum(rest)
-
-    def given(u):
-        y = x - aB * math.cos(u)
-        return 0.0 if y <= -lim else 1.0 if y >= lim else _few_planes_cdf(y, rest)
-
-    val, _ = integrate.quad(given, 0.0, math.pi, limit=200, epsabs=1e-10, epsrel=1e-10)
-    return val / math.pi
-
-
-@broadcasting("x")
-def gil_pelaez_cdf(x: float, a, tol: float = 1e-9) -> float:
-    """(claim C2, reference, *derived here*) Reference CDF of ``Σ_b a_b cos U_b`` by Gil-Pelaez inversion, ``F(x) = ½ + (1/π)∫_0^∞ φ(t) sin(tx)/t dt``.
-
-    Independent of the series in :class:`UniformPhaseSum` (four planes or more): the integral is cut at
-    ``t_max`` where the bound ``|J₀(z)| ≤ √(2/(πz))`` puts the remainder below ``tol``, and each piece
-    shorter than half the fastest oscillation gets a 24-point Gauss–Legendre rule.  Slow; for tests.
-    """
-    a = np.abs(np.asarray(a, dtype=float))
-    a = a[a > 0]
-    B = a.size
-    if B < 4:
-        raise ValueError("the Gil-Pelaez reference needs four planes or more (the integrand decays like t^{-1-B/2})")
-    t_max = 1.0
-    while np.any(a * t_max < _C_J0**2) or np.prod(_C_J0 / np.sqrt(a * t_max)) * 2.0 / B / math.pi > tol:
-        t_max *= 1.25
-    width = math.pi / (abs(x) + a.sum())
-    edges = np.linspace(0.0, t_max, int(math.ceil(t_max / width)) + 1)
-    z, w = np.polynomial.legendre.leggauss(24)
-    total = 0.0
-    for s in range(0, edges.size - 1, 4096):
-        lo, hi = edges[s:-1][:4096], edges[s + 1:][:4096]
-        t = (0.5 * (hi - lo))[:, None] * z + (0.5 * (hi + lo))[:, None]
-        f = np.prod(special.j0(np.multiply.outer(t, a)), axis=-1) * x * np.sinc(t * x / np.pi)
-        total += float(np.sum((0.5 * (hi - lo))[:, None] * w * f))
-    return 0.5 + total / math.pi
-
-
 @broadcasting("M")
 def max_mgf_bound(M: int, log_mgf) -> float:
     """(claim C3, *derived here*) ``E[max_{j≤M} s_j] ≤ min_{β>0} (ln M + ln E[e^{βs}])/β`` for scores with a common marginal, any dependence.
 
     From ``E max ≤ β⁻¹ ln E Σ_j e^{β s_j} = β⁻¹ ln(M E e^{βs})`` (Jensen).  ``log_mgf(β)`` is ``ln E[e^{βs}]``.
     """
-    if M < 1:
-        raise ValueError(f"M must be ≥ 1, got {M!r}")
+    M = arg_int("M", M, 1)
+    check_callable("log_mgf", log_mgf)
 
     def f(logb):
         b = math.exp(logb)
-        return (math.log(M) + log_mgf(b)) / b
+        v = log_mgf(b)
+        try:
+            bad = isinstance(v, (bool, np.bool_)) or math.isnan(float(v))
+        except (TypeError, ValueError):
+            bad = True
+        if bad:
+            raise ValueError(f"log_mgf must return a real number (ln E[e^(βs)]), got {v!r:.40} at β = {b!r}")
+        return (math.log(M) + v) / b
 
     r = optimize.minimize_scalar(f, bounds=(math.log(1e-3), math.log(1e4)), method="bounded",
                                  options={"xatol": 1e-10})
+    if not math.isfinite(r.fun):
+        raise ValueError(f"log_mgf: the bound min_β (ln M + ln E[e^(βs)])/β is not finite ({r.fun!r}) for β in "
+                         "[1e-3, 1e4]")
     return float(r.fun)
 
 
@@ -409,5 +399,15 @@ def far_score_law(family, q: np.ndarray, k: np.ndarray):
     """(claims C2, C3, *derived*) The law of ``qᵀ P k`` once the route has mixed, asked of the law
     (:meth:`stylized.laws.base.StepLaw.far_score_law`): :class:`HaarCoordinate` ``(d, |q||k|)`` for isotropic
     orthogonal laws, :class:`UniformPhaseSum` with ``a_b = |q_b||k_b|`` for equidistributing SO(2) planes, else
-    an :class:`EstimatedScoreLaw` (Monte Carlo reference past the window)."""
+    an :class:`EstimatedScoreLaw` (Monte Carlo reference past the window).
+
+    ``q`` and ``k``: non-zero finite vectors of the law's dimension ``d``."""
+    from .laws.base import StepLaw
+
+    check_instance("family", family, StepLaw, "a step law (StepLaw, see make_family)")
+    q = check("q", q, ndim=1, size=family.d)
+    k = check("k", k, ndim=1, size=family.d)
+    for name, v in (("q", q), ("k", k)):
+        if not np.any(v):
+            raise ValueError(f"{name} must be a non-zero vector")
     return family.far_score_law(q, k)

@@ -22,7 +22,10 @@ module                  closed forms                                            
 :data:`CLAIMS` maps every name to its claim and to whether the formula is *quoted* from the paper or
 *derived* (in the paper or here).  Scalar closed forms broadcast over NumPy arrays like SciPy's ufuncs:
 scalars in give a float, arrays in give the broadcast array, equal to the scalar loop element by
-element; bad input raises ``ValueError`` naming the argument.
+element; 0-d arrays and NumPy scalars count as the Python scalars they hold.  Bad input (complex values, NaN,
+±inf, bools, strings, ``None``, non-integers where an integer is required, integers beyond ``2^53``, values
+outside the documented domain, shapes that do not fit) raises ``ValueError`` naming the argument and its
+allowed range, never a silent NaN (:func:`stylized._broadcast.check`, the one check every closed form uses).
 
 Example
 -------

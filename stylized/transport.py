@@ -34,8 +34,6 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from .backend import namespace_of

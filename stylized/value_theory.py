@@ -25,10 +25,10 @@ import numpy as np
 from scipy import integrate
 from scipy.special import ive
 
-from ._broadcast import broadcasting
+from ._broadcast import broadcasting, check, check_instance
 from .backend import namespace_of
 from .families import StepFamily
-from .options import arg_int, arg_real, arg_reals
+from .options import arg_int, arg_real
 from .score_laws import jacobi_nodes
 
 __all__ = [
@@ -53,6 +53,21 @@ __all__ = [
 def _iid(family: StepFamily) -> bool:
     """Whether the steps are i.i.d. (a law with dependent steps, e.g. a Markov token chain, declares ``iid = False``)."""
     return bool(getattr(family, "iid", True))
+
+
+def _law(family) -> StepFamily:
+    return check_instance("family", family, StepFamily, "a step law (StepLaw, see make_family)")
+
+
+def _background(b, d: int | None = None) -> np.ndarray:
+    """``b`` a non-zero finite 1-D vector (of length ``d`` when given)."""
+    b = check("b (the shared background)", b, ndim=1, size=d)
+    if not np.any(b):
+        raise ValueError("b (the shared background) must be non-zero")
+    with np.errstate(over="ignore"):
+        if not np.isfinite(float(b @ b)):
+            raise ValueError("b (the shared background): ||b||² overflows float64")
+    return b
 
 
 def _unit(b: np.ndarray) -> np.ndarray:
@@ -83,7 +98,7 @@ def correlation_pairs(family: StepFamily, b: np.ndarray) -> tuple[np.ndarray, np
     A scalar mean ``E[M] = c I`` (isotropic laws; exact or estimated, :meth:`StepLaw.theory_mean`): one pair
     ``(1, c)``.  Other laws (and dependent steps) have no pairs: :func:`lag_correlations` is their form.
     """
-    b = np.asarray(b, dtype=float)
+    b = _background(b, _law(family).d)
     nb = float(b @ b)
     if nb <= 0:
         raise ValueError("b (the shared background) must be non-zero")
@@ -137,13 +152,7 @@ def coherent_sum(z: complex | np.ndarray, M: int) -> np.ndarray:
     Closed form ``M(1+z)/(1−z) − 2z(1−z^M)/(1−z)²`` for ``z ≠ 1``; ``S(1, M) = M²``.
     """
     M = arg_int("M", M, 1, 10**7)
-    if isinstance(z, (str, bytes, bool)) or z is None:
-        raise TypeError(f"z must be a complex number or array, got {z!r}")
-    if not np.all(np.isfinite(np.asarray(z, dtype=complex))) or np.any(np.abs(np.asarray(z, dtype=complex)) > 1 + 1e-12):
-        raise ValueError(f"z must be finite with |z| ≤ 1 (a correlation), got {z!r}")
-    if M < 1:
-        raise ValueError(f"M (number of far sources) must be ≥ 1, got {M}")
-    z = np.asarray(z, dtype=complex)
+    z = check("z", z, complex_ok=True, abs_max=1 + 1e-12)
     m = np.arange(1, M)
     return M + 2.0 * (np.power.outer(z, m) @ (M - m).astype(float))
 
@@ -156,8 +165,11 @@ def qkv_interference_theory(family: StepFamily, b: np.ndarray, M: int, noise: fl
     ``(1/M²) Σ_r w_r Re S(z_r, M) + σ² d / (M ||b||²)``; see the module docstring.  Laws without
     :func:`correlation_pairs`: ``(1/M²) Σ_{j,k} c_{|j−k|}`` over :func:`lag_correlations` (exact for dependent
     stationary steps too, ``c_m = b̂ᵀE[P_m]b̂``).  With an estimated ``E[M]`` the value is estimated;
-    :func:`qkv_interference_radius` is its 95% radius.
+    :func:`qkv_interference_radius` is its 95% radius.  ``M`` an integer in ``[1, 10⁷]``, ``noise ≥ 0``.
     """
+    b = _background(b, _law(family).d)
+    M = arg_int("M", M, 1, 10**7)
+    noise = arg_real("noise", noise, 0, 1e100)
     if has_correlation_pairs(family):
         w, z = correlation_pairs(family, b)
         coh = float(np.real(coherent_sum(z, M)) @ w) / M**2
@@ -178,7 +190,11 @@ def qkv_interference_radius(family: StepFamily, b: np.ndarray, M: int) -> float:
 def qkv_asymptote(family: StepFamily, b: np.ndarray, M: int, noise: float = 0.0) -> float | None:
     """Large-``M`` form (claim C5, *quoted*: the paper's ``(1 + χ)/((1 − χ)M)``)
     ``Σ_r w_r Re[(1+z_r)/(1−z_r)]/M + σ²d/(M||b||²)`` (an approximation of
-    :func:`qkv_interference_theory`; ``None`` when some ``z_r = 1``: no decay, or without correlation pairs)."""
+    :func:`qkv_interference_theory`; ``None`` when some ``z_r = 1``: no decay, or without correlation pairs).
+    ``M ≥ 1`` an integer, ``noise ≥ 0``."""
+    b = _background(b, _law(family).d)
+    M = arg_int("M", M, 1)
+    noise = arg_real("noise", noise, 0, 1e100)
     if not has_correlation_pairs(family):
         return None
     w, z = correlation_pairs(family, b)
@@ -194,8 +210,7 @@ def qk_interference_theory(d: int, b: np.ndarray, M: int, noise: float = 0.0) ->
     Exact ``E||F_QK||²/(ρ_D²||b||²) = 1 + σ² d/(M ||b||²)`` for ``M`` equal weights; broadcasts over ``d``, ``M``, ``noise``.
     """
     d, M, noise = arg_int("d", d, 1), arg_int("M", M, 1), arg_real("noise", noise, 0, 1e100)
-    if not np.any(arg_reals("b", b)):
-        raise ValueError("b must be a non-zero vector")
+    b = _background(b)
     return 1.0 + noise**2 * d / (M * float(np.dot(b, b)))
 
 
@@ -205,9 +220,18 @@ def quadratic_form(a: np.ndarray, w: np.ndarray, z: np.ndarray) -> np.ndarray:
     The plug-in prediction of ``||F/ρ_D||²/||b||²`` for given far weights ``a = ᾱ`` when
     the weights are independent of the steps.  Recursion ``h_k = z (h_{k−1} + a_{k−1})``
     gives ``Σ_{j<k} a_j z^{k−j} = h_k``.  Array-namespace generic: ``a`` may be a CuPy array
-    (``w``, ``z`` are moved to its device).
+    (``w``, ``z`` are moved to its device).  ``a`` finite ``(T, M)``, ``w ≥ 0`` and ``z`` (``|z_r| ≤ 1``) of one length ``R``.
     """
     xp = namespace_of(a)
+    w = check("w", w, 0, ndim=1, nonempty=True)
+    z = check("z", z, complex_ok=True, abs_max=1 + 1e-12, ndim=1)
+    if z.size != w.size:
+        raise ValueError(f"w and z must have one length (a weight per ratio z_r), got {w.size} and {z.size}")
+    if xp is np:
+        a = check("a (far weights)", a, ndim=2)
+    elif getattr(getattr(a, "dtype", None), "kind", "f") not in "iuf" or a.ndim != 2:
+        raise ValueError(f"a (far weights) must be a 2-D array of real numbers, got {getattr(a, 'dtype', type(a))} "
+                         f"of shape {getattr(a, 'shape', None)}")
     a = xp.asarray(a, dtype=float)
     w, z = xp.asarray(w), xp.asarray(z)
     T, M = a.shape
@@ -258,9 +282,9 @@ def torus_tilt_floor(b: np.ndarray, lam: float) -> float:
     ``Σ_p (I_1/I_0)(λw_p) b̂_p``.
     """
     lam = arg_real("lam", lam, 0, 1e8)
-    if not np.any(arg_reals("b", b)):
-        raise ValueError("b must be a non-zero vector")
-    b = np.asarray(b, dtype=float)
+    b = _background(b)
+    if b.size % 2:
+        raise ValueError(f"b (the shared background) must have an even length (SO(2) planes), got {b.size}")
     w = (b[0::2] ** 2 + b[1::2] ** 2) / float(b @ b)
     k = lam * w
     return float(w @ (ive(1, k) / ive(0, k)) ** 2) if lam > 0 else 0.0
@@ -274,6 +298,8 @@ def tilt_floor(family: StepFamily, b: np.ndarray, lam: float) -> float | None:
     :func:`haar_tilt_floor` for isotropic laws (Householder, lazy Haar, Haar, Cayley: uniform on the sphere);
     ``None`` otherwise (token tables: their angle walk need not equidistribute).
     """
+    b = _background(b, _law(family).d)
+    lam = arg_real("lam", lam, 0, 1e8)
     if not family.mixes_to_uniform:
         return None
     if family.planes:
@@ -291,12 +317,13 @@ def haar_tilt_energy(d: int, lam: float, M: int, nodes: int = 160) -> tuple[floa
     This is ``r_QKV`` of ``M`` far sources under Haar steps with query and far keys ``= b̂``
     (the routes ``P_n b̂``, ``n ≥ 1``, are then i.i.d. uniform), and its plug-in part ``E[ᾱᵀᾱ]``;
     it tends to :func:`haar_tilt_floor` as ``M → ∞``; broadcasts over ``d``, ``lam``, ``M`` (a pair of arrays).  One-dimensional quadrature in ``log t`` over
-    Gauss–Jacobi moments (relative accuracy ≈ 1e-8 for ``λ ≲ 20``).
+    Gauss–Jacobi moments (relative accuracy ≈ 1e-8 for ``λ ≲ 20``).  ``d ≥ 2``, ``λ ∈ [0, 700]``, ``M ≥ 1`` and
+    ``nodes ∈ [2, 10⁴]`` integers.
     """
-    if M < 1:
-        raise ValueError(f"M (number of far sources) must be ≥ 1, got {M}")
-    if d < 2:
-        raise ValueError(f"d must be ≥ 2, got {d}")
+    M = arg_int("M (number of far sources)", M, 1)
+    d = arg_int("d", d, 2)
+    lam = arg_real("lam (λ)", lam, 0, 700)
+    nodes = arg_int("nodes", nodes, 2, 10**4)
     if M == 1:
         return 1.0, 1.0
     if lam == 0:
@@ -317,4 +344,6 @@ def haar_tilt_energy(d: int, lam: float, M: int, nodes: int = 160) -> tuple[floa
     opts = dict(limit=400, epsabs=0.0, epsrel=1e-10)
     diag = integrate.quad(lambda y: parts(y)[0], lo, hi, **opts)[0]
     cross = integrate.quad(lambda y: parts(y)[1], lo, hi, **opts)[0]
+    if not (np.isfinite(diag) and np.isfinite(cross)):
+        raise ValueError(f"lam (λ) = {lam}, M = {M}, d = {d}: the tilted energy is not finite in float64")
     return float(diag + cross), float(diag)

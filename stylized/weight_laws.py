@@ -35,7 +35,7 @@ from typing import ClassVar
 import numpy as np
 from scipy import special
 
-from ._broadcast import broadcasting
+from ._broadcast import broadcasting, check, check_instance, check_shapes
 from .families import StepFamily
 from .score_laws import haar_mgf, jacobi_nodes
 
@@ -65,6 +65,12 @@ class FarLaw:
     d: int
     scale: float = 1.0
     n_quad: int = 64
+
+    def __post_init__(self):
+        object.__setattr__(self, "lam", check("lam (λ)", self.lam, -1e8, 1e8, scalar=True))
+        object.__setattr__(self, "d", check("d", self.d, 2, 2 * 10**9, integer=True, scalar=True))
+        object.__setattr__(self, "scale", check("scale", self.scale, 0, lo_open=True, scalar=True))
+        object.__setattr__(self, "n_quad", check("n_quad", self.n_quad, 1, 10**4, integer=True, scalar=True))
 
     @property
     def mean(self) -> float:
@@ -102,8 +108,11 @@ class FarLaw:
 def far_laplace_sum(far: FarLaw, c: np.ndarray, sig: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(claim C4, *derived here*) For ``F = Σ_n c_n X_n`` (i.i.d. ``X_n ~ far``): cumulative ``log E e^{−σF}`` and ``E[F e^{−σF}]/E e^{−σF}``.
 
-    Returns two arrays ``(len(c), len(sig))``: row ``k`` holds the sums over ``n ≤ k``.
+    Returns two arrays ``(len(c), len(sig))``: row ``k`` holds the sums over ``n ≤ k``; ``c ≥ 0`` and ``σ ≥ 0``
+    are 1-D arrays.
     """
+    check_instance("far", far, FarLaw)
+    c, sig = check("c", c, 0, ndim=1), check("sig (σ)", sig, 0, ndim=1)
     lp, tl = far.laplace_pair(np.outer(np.asarray(c, dtype=float), sig))
     return np.cumsum(lp, axis=0), np.cumsum(c[:, None] * tl, axis=0)
 
@@ -119,10 +128,26 @@ def laplace_ratio_mean(log_psi_far: np.ndarray, tilt_far: np.ndarray, log_psi_ne
     """(claim C4, *derived here*) ``E[F/(F+N)] = ∫ E[F e^{−σF}] E[e^{−σN}] dσ`` on the grid ``sig`` (trapezoid in ``ln σ``).
 
     ``log_psi_far``, ``tilt_far``: ``(..., S)`` as from :func:`far_laplace_sum`; ``log_psi_near``: ``(S,)`` or
-    ``(..., S)``.  Returns ``(...)``.
+    ``(..., S)``; ``sig``: the ``S > 0`` nodes, ``h > 0`` the step.  The logs may hold ``-inf`` (an underflowed
+    transform), nothing else may be non-finite.  Returns ``(...)``.
     """
-    f = np.exp(log_psi_far + log_psi_near + np.log(sig)) * tilt_far
-    return h * (f.sum(axis=-1) - 0.5 * (f[..., 0] + f[..., -1]))
+    sig = check("sig (σ)", sig, 0, lo_open=True, ndim=1, nonempty=True)
+    h = check("h (step)", h, 0, lo_open=True, scalar=True)
+    parts = {"log_psi_far": check("log_psi_far", log_psi_far, neg_inf=True),
+             "tilt_far": check("tilt_far", tilt_far),
+             "log_psi_near": check("log_psi_near", log_psi_near, neg_inf=True)}
+    for name, a in parts.items():
+        if a.ndim == 0 or a.shape[-1] != sig.size:
+            raise ValueError(f"{name} must end in an axis of len(sig) = {sig.size} nodes, got shape {a.shape}")
+    check_shapes(**parts)
+    log_psi_far, tilt_far, log_psi_near = parts.values()
+    with np.errstate(over="ignore"):
+        f = np.exp(log_psi_far + log_psi_near + np.log(sig)) * tilt_far
+        out = h * (f.sum(axis=-1) - 0.5 * (f[..., 0] + f[..., -1]))
+    if not np.all(np.isfinite(out)):
+        raise ValueError("log_psi_far, log_psi_near and tilt_far: the integral E[F/(F+N)] overflows float64 "
+                         "(log-transforms above 0?)")
+    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -162,6 +187,14 @@ class IsotropicChain:
     n_nodes: int = 96
     n_quad: int = 24
     batch: int | None = None
+
+    def __post_init__(self):
+        check_instance("family", self.family, StepFamily, "a step law (StepLaw, see make_family)")
+        object.__setattr__(self, "n_nodes", check("n_nodes", self.n_nodes, 2, 4096, integer=True, scalar=True))
+        object.__setattr__(self, "n_quad", check("n_quad", self.n_quad, 1, 1024, integer=True, scalar=True))
+        if self.batch is not None:
+            object.__setattr__(self, "batch", check("batch", self.batch, 0, OVERLAP_BATCHES - 1, integer=True,
+                                                    scalar=True))
 
     @staticmethod
     def supports(family: StepFamily) -> bool:
@@ -377,12 +410,27 @@ def plane_harmonics(family: StepFamily) -> bool:
 
 @broadcasting("n", "lam")
 def so2_overlap_mgf(family: StepFamily, n: int, lam: float, q: np.ndarray) -> float:
-    """(claims C1, C3, *derived here*) ``E e^{λ qᵀP_n q}`` for SO(2) blocks: ``Π_b Σ_j I_j(λ||q_b||²) Re χ_b(j)^n`` (Jacobi–Anger, exact)."""
+    """(claims C1, C3, *derived here*) ``E e^{λ qᵀP_n q}`` for SO(2) blocks: ``Π_b Σ_j I_j(λ||q_b||²) Re χ_b(j)^n`` (Jacobi–Anger, exact).
+
+    ``family`` a law with SO(2) planes and closed-form harmonics, ``n ≥ 0`` an integer, ``|λ| ≤ 10⁴``, ``q`` a
+    finite vector of length ``d`` with ``|λ|·||q_b||² ≤ 10⁴``.
+    """
+    check_instance("family", family, StepFamily, "a step law (StepLaw, see make_family)")
+    n = check("n (route length)", n, 0, integer=True, scalar=True)
+    lam = check("lam (λ)", lam, -1e4, 1e4, scalar=True)
+    q = check("q", q, ndim=1, size=family.d)
     w = q[0::2] ** 2 + q[1::2] ** 2
     x = lam * w
+    if not np.max(np.abs(x)) <= 1e4:
+        raise ValueError(f"lam (λ) and q: λ||q_b||² = {float(np.max(np.abs(x))):.3g} exceeds 10⁴ (the Jacobi–Anger "
+                         "series would need too many terms)")
     J = int(40 + 2 * np.max(np.abs(x)))
     js = np.arange(1, J + 1)
     chi = np.real(_harmonic_chi(family, js) ** int(n))  # (J, B)
     ie = special.ive(js[:, None], np.abs(x)[None, :]) * np.sign(x)[None, :] ** js[:, None]  # e^{−|x|} I_j(x)
     per = special.ive(0, np.abs(x)) + 2 * np.sum(ie * chi, axis=0)
-    return float(np.exp(np.sum(np.log(per) + np.abs(x))))
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        out = float(np.exp(np.sum(np.log(per) + np.abs(x))))
+    if not math.isfinite(out):
+        raise ValueError(f"lam (λ) = {lam}: E[e^(λ qᵀP_n q)] = {out} is not a finite float64")
+    return out

@@ -20,7 +20,15 @@ import numpy as np
 import pytest
 
 from stylized.backend import numpy_standin_for_cupy
-from stylized.families import Householder, SO2Normal, StepFamily, TokenAngles, make_family, rope_frequencies, uniform_sphere
+from stylized.families import (
+    Householder,
+    SO2Normal,
+    StepFamily,
+    TokenAngles,
+    make_family,
+    rope_frequencies,
+    uniform_sphere,
+)
 from stylized.kernels import (
     householder_overlaps_numba,
     householder_overlaps_numpy,

@@ -94,7 +94,7 @@ def test_transfer_predicts_the_normaliser_not_the_pattern():
     assert {x["theory_kind"] for x in r["rows"] if x["theory"] is not None} == {"approximation"}  # SO(2) target
 
 
-@pytest.mark.parametrize("bad,flag", [({"lam": -1.0}, "lam"), ({"L": [4]}, "L must"), ({"control": ["nope"]}, "control"),
+@pytest.mark.parametrize("bad,flag", [({"lam": -1.0}, "lam"), ({"L": [4]}, "^--L: every context length must lie in \\(--D, 2\\^24\\]"), ({"control": ["nope"]}, "control"),
                                       ({"beta": 2.5}, "beta"), ({"near": "x"}, "near")])
 def test_far_mass_growth_rejects_bad_input(bad, flag):
     with pytest.raises(ValueError, match=flag):

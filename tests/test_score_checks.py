@@ -147,8 +147,7 @@ def test_cli_json_contract(name, capsys, tmp_results):
 
 @pytest.mark.parametrize("args,word", [
     (["check", "haar-law", "--t", "0.1,1.5"], "--t: must be a comma list of numbers in [0, 1)"),
-    pytest.param(["check", "transfer", "--target-n", "20", "--D", "8"], "target_n must lie",
-                 marks=pytest.mark.xfail(strict=True, reason="a limit the check applies only inside its run (exit 3, internal error) until its module passes Check(validate=...) (issue 23)")),
+    (["check", "transfer", "--target-n", "20", "--D", "8"], "--target-n: must be < --D"),  # a limit between options
     (["check", "mixing", "--d-op", "64"], "--d-op: must be an integer in [2, 32]"),
     (["check", "mixing", "--eps", "2"], "--eps: must be a number in (0, 1)"),
     (["check", "score-gap", "--M", "0"], "--M: must be a comma list of integers in [1,"),

@@ -17,6 +17,7 @@ import csv
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -106,6 +107,8 @@ def plot(path: Path, png: Path) -> None:
 
 
 def main(out: Path) -> int:
+    for stale in ("local", "dask", "scheduler.json"):  # a fresh start: a previous run's points would be skipped as done
+        (shutil.rmtree if (out / stale).is_dir() else Path.unlink)(out / stale) if (out / stale).exists() else None
     out.mkdir(parents=True, exist_ok=True)
     local = sweep_locally(out)
     dask_csv = sweep_on_local_cluster(out)

@@ -55,6 +55,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from .._broadcast import check
 from ..backend import namespace_of
 from ..bounds import mixing_window
 from ..counter_rng import as_generator
@@ -135,9 +136,8 @@ class StepLaw(ScoreChainHooks, ContextWindowHooks, AttentionSweepHooks, ValueTra
 
     def rvs(self, size: int, random_state=None):
         """``size`` steps in the law's structured form (NumPy): :meth:`sample` with shape ``(size,)``."""
-        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
-            raise ValueError(f"size must be an integer ≥ 0, got {size!r}")
-        return self.sample(as_generator(random_state), (int(size),))
+        size = check("size", size, 0, integer=True, scalar=True)
+        return self.sample(as_generator(random_state), (size,))
 
     def dense(self, draws, random_state=None) -> np.ndarray:
         """Dense matrices ``M_t`` ``(n, d, d)`` of structured ``draws`` (a dense law's draws are already so)."""
@@ -215,8 +215,8 @@ class StepLaw(ScoreChainHooks, ContextWindowHooks, AttentionSweepHooks, ValueTra
         return mixing_window(max(0.0, min(1.0, self.spectral_gap)), eps)
 
     def mean_power(self, n: int) -> np.ndarray:
-        """``E[P_n] = E[M]ⁿ`` for i.i.d. steps (dense ``d × d``)."""
-        return np.linalg.matrix_power(self.theory_mean(), int(n))
+        """``E[P_n] = E[M]ⁿ`` for i.i.d. steps (dense ``d × d``); ``n`` an integer route length ``≥ 0``."""
+        return np.linalg.matrix_power(self.theory_mean(), check_route_length(n))
 
     def mean_overlap(self, q, n):
         """``qᵀ E[M]ⁿ q = E[qᵀ P_n q]`` for route length(s) ``n`` (an int or an array of them)."""
@@ -328,6 +328,12 @@ class StepLaw(ScoreChainHooks, ContextWindowHooks, AttentionSweepHooks, ValueTra
 
 def _is_int(x) -> bool:
     return not isinstance(x, bool) and isinstance(x, (int, np.integer))
+
+
+def check_route_length(n) -> int:
+    """``n`` as an ``int`` route length ``≥ 0`` (a ``ValueError``/``TypeError`` naming ``n`` otherwise: ``1.5``,
+    NaN, a bool, a string, a complex number)."""
+    return check("n (route length)", n, 0, integer=True, scalar=True)
 
 
 def check_dimension(d) -> int:

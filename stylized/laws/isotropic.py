@@ -18,6 +18,7 @@ from ..backend import namespace_of
 from ..counter_rng import as_generator
 from ..family_args import validate_family_args
 from .base import StepLaw as StepFamily
+from .base import check_route_length
 from .step_ops import beta_step, haar_law_queries, haar_law_sum, orthogonal_dense, uniform_sphere
 
 __all__ = ["Householder", "LazyHaar", "Haar"]
@@ -36,7 +37,7 @@ class _ScalarMean(StepFamily):
         return (1.0 - self.spectral_gap) * np.eye(self.d)
 
     def mean_power(self, n: int) -> np.ndarray:
-        return (1.0 - self.spectral_gap) ** int(n) * np.eye(self.d)
+        return (1.0 - self.spectral_gap) ** check_route_length(n) * np.eye(self.d)
 
     def mean_overlap(self, q: np.ndarray, n) -> np.ndarray | float:
         q = np.asarray(q, dtype=float)

@@ -38,7 +38,7 @@ import numpy as np
 import stylized.markov_theory as mth
 
 from ..counter_rng import as_generator
-from .base import check_dimension
+from .base import check_dimension, check_route_length
 from .so2 import SO2Family
 
 __all__ = ["MarkovTokens", "markov_tokens", "zipf_law"]
@@ -140,7 +140,7 @@ class MarkovTokens(SO2Family):
 
     def mean_power(self, n: int) -> np.ndarray:
         """``E[P_n]`` (dense ``d × d``): plane blocks ``[[Re c_b, −Im c_b], [Im c_b, Re c_b]]``, ``c_b = E[e^{iA_{n,b}}]``."""
-        c = self.route_characteristic(int(n))
+        c = self.route_characteristic(check_route_length(n))
         out = np.zeros((self.d, self.d))
         for b, cb in enumerate(c):
             out[2 * b : 2 * b + 2, 2 * b : 2 * b + 2] = [[cb.real, -cb.imag], [cb.imag, cb.real]]

@@ -17,6 +17,7 @@ from ..bounds import chi_power_correlation, window_from_log_rate
 from ..counter_rng import as_generator
 from ..family_args import validate_family_args
 from .base import StepLaw as StepFamily
+from .base import check_route_length
 from .step_ops import rotate_planes, so2_rotate, so2_trig
 
 __all__ = ["rope_frequencies", "SO2Family", "SO2Uniform", "RopeRandom", "SO2Normal", "TokenAngles"]
@@ -181,7 +182,7 @@ class SO2Family(StepFamily):
         return phase_series_cdf(self, b, n, u, self.phase_harmonics(b, n))
 
     def mean_power(self, n: int) -> np.ndarray:
-        chi = self.chi() ** int(n)
+        chi = self.chi() ** check_route_length(n)
         out = np.zeros((self.d, self.d))
         for b, c in enumerate(chi):
             out[2 * b : 2 * b + 2, 2 * b : 2 * b + 2] = [[c.real, -c.imag], [c.imag, c.real]]
