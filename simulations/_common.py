@@ -18,7 +18,7 @@ from stylized.registry import Check, Option, add_validator
 from stylized.results import atomic_write
 
 __all__ = ["errorbar_rows", "LawChoice", "law_option", "law_at", "family_options", "family_from_params", "families_from_params", "validate_families",
-           "check_reference", "limits", "save_figure", "new_figure", "caption"]
+           "check_reference", "law_setting", "limits", "save_figure", "new_figure", "caption"]
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class LawChoice(Spec):
             try:
                 resolve_law(x)  # imports it now: a missing module is refused before any work
             except ValueError as e:
-                raise InvalidInput(str(e)) from None
+                raise InvalidInput(f"{str(e).splitlines()[0]}; {self._fail(x)}") from None
             return x
         raise self._fail(x)
 
@@ -121,6 +121,13 @@ def families_from_params(params: dict) -> list[StepFamily]:
 
 
 _FAMILY_ARGS = ("omega", "sigma", "p", "base")  # the family parameters among a check's options (family_options)
+_LAW_ARG = {"so2-uniform": "omega", "so2-normal": "sigma", "lazy-haar": "p", "rope-random": "base"}
+
+
+def law_setting(law, params: dict) -> str:
+    """``law``'s name with the family option that sets it, as a refusal names it: ``"so2-uniform (--omega 0.001)"``."""
+    arg = _LAW_ARG.get(getattr(law, "name", ""))
+    return f"{law.name} (--{arg} {params[arg]:g})" if arg in params and isinstance(params[arg], (int, float)) else law.name
 
 
 @functools.lru_cache(maxsize=512)

@@ -57,7 +57,7 @@ from stylized.sampling import equal_energy_query
 from stylized.score_chains import score_chains
 from stylized.score_laws import HaarCoordinate, estimated_far_score_law, far_score_law
 
-from ._common import check_reference, family_from_params, family_options, law_option, limits
+from ._common import check_reference, family_from_params, family_options, law_option, law_setting, limits
 
 NAME = "haar-law"
 CHUNK = 4096  # trials per kernel call
@@ -80,10 +80,11 @@ def _route_length(params: dict, fam) -> int:
         return check_positive_int("n", params["n"], 1)  # n = 0 transports nothing: a constant score, no law
     W = fam.mixing_window(0.01)
     if not math.isfinite(W):
-        raise ValueError(f"--n: {fam.name} never mixes (γ = 0), so there is no default ⌈3·W(0.01)⌉; give --n")
+        raise ValueError(f"--n: {law_setting(fam, params)} never mixes (γ = 0), so there is no default ⌈3·W(0.01)⌉; "
+                         "give --n")
     if 3 * W > 10**5:  # the default route length is a size too: refuse before allocating it
-        raise ValueError(f"--n: the default ⌈3·W(0.01)⌉ = {3 * W:.3g} for {fam.name} exceeds 10^5 (it mixes too slowly); "
-                         "give --n, or a faster-mixing family parameter")
+        raise ValueError(f"--n: the default ⌈3·W(0.01)⌉ = {3 * W:.3g} for {law_setting(fam, params)} exceeds 10^5 (it "
+                         "mixes too slowly); give --n, or a faster-mixing family parameter")
     return int(math.ceil(3 * W))
 
 

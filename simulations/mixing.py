@@ -121,7 +121,11 @@ def _laws(params: dict) -> tuple[list[StepFamily], list[StepFamily]]:
     for why in filter(None, map(refusal, fams)):
         raise ValueError(why)
     _validate_extra(params)
-    return fams, families_from_params({**params, "d": params["d_op"]})
+    try:
+        return fams, families_from_params({**params, "d": params["d_op"]})
+    except ValueError as e:  # the laws at d_op (an odd d_op for an SO(2) law): named
+        raise ValueError(f"--d-op: {str(e).splitlines()[0] if str(e) else type(e).__name__} (the laws at d = --d-op, "
+                         "for ‖E[P_n]‖_op)") from None
 
 
 def _validate(params: dict) -> None:

@@ -65,7 +65,7 @@ from stylized.sampling import equal_energy_query
 from stylized.score_chains import score_chains
 from stylized.score_laws import estimated_far_score_law, far_score_law, max_mgf_bound
 
-from ._common import check_reference, family_options, law_at, law_option, limits
+from ._common import check_reference, family_options, law_at, law_option, law_setting, limits
 
 NAME = "score-gap"
 CHUNK = 16  # contexts per kernel call (memory CHUNK·(far_n + M_max) floats)
@@ -100,11 +100,11 @@ def _far_n(params: dict, fam) -> int:
         return check_positive_int("far_n", params["far_n"], 1)
     W = fam.mixing_window(0.01)
     if not math.isfinite(W):
-        raise ValueError(f"--far-n: {fam.name} (d={fam.d}) never mixes (γ = 0), so there is no default ⌈3·W(0.01)⌉; "
-                         "give --far-n")
+        raise ValueError(f"--far-n: {law_setting(fam, params)}, d={fam.d} never mixes (γ = 0), so there is no default "
+                         "⌈3·W(0.01)⌉; give --far-n")
     if 3 * W > 10**5:  # the default route length is a size too: refuse before allocating it
-        raise ValueError(f"--far-n: the default ⌈3·W(0.01)⌉ = {3 * W:.3g} for {fam.name} (d={fam.d}) exceeds 10^5 (it "
-                         "mixes too slowly); give --far-n, or a faster-mixing family parameter")
+        raise ValueError(f"--far-n: the default ⌈3·W(0.01)⌉ = {3 * W:.3g} for {law_setting(fam, params)}, d={fam.d} "
+                         "exceeds 10^5 (it mixes too slowly); give --far-n, or a faster-mixing family parameter")
     return int(math.ceil(3 * W))
 
 

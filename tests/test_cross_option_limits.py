@@ -20,9 +20,9 @@ from stylized.registry import get_check
 # (check, arguments, the flags the one line must name: the first is the line's subject)
 LIMITS = [
     # the default route length ⌈3·W(0.01)⌉ is a size too: over 10^5 steps it is refused
-    ("haar-law", ["--family", "so2-uniform", "--omega", "0.001"], ["--n"]),
+    ("haar-law", ["--family", "so2-uniform", "--omega", "0.001"], ["--n", "--omega"]),
     ("haar-law", ["--family", "householder,rope-random", "--d", "16"], ["--n"]),
-    ("score-gap", ["--family", "so2-uniform", "--omega", "0.001"], ["--far-n"]),
+    ("score-gap", ["--family", "so2-uniform", "--omega", "0.001"], ["--far-n", "--omega"]),
     ("score-gap", ["--family", "rope-random", "--d", "16"], ["--far-n"]),
     # the near target lies nearer the query than every far key
     ("score-gap", ["--target-n", "100", "--far-n", "10"], ["--target-n", "--far-n"]),
@@ -174,11 +174,11 @@ def test_far_retrieval_sizes_enter_the_work_cap(isolated, capsys):
 
 def test_haar_law_and_score_gap_check_every_family_and_dimension():
     """The default route length is checked for each (family, d), not only the first."""
-    with pytest.raises(InvalidInput, match=r"^--far-n: .* so2-uniform \(d=16\)"):
+    with pytest.raises(InvalidInput, match=r"^--far-n: .* so2-uniform \(--omega 0.001\), d=16"):
         get_check("score-gap").parse_params({"family": "householder,so2-uniform", "d": "16,64", "omega": 0.001})
     with pytest.raises(InvalidInput, match=r"^--target-n: must be < the default --far-n .* = 3 for haar, d=16"):
         get_check("score-gap").parse_params({"family": "householder,haar", "d": "16", "target_n": 5})
-    with pytest.raises(InvalidInput, match=r"^--n: .* rope-random exceeds 10\^5"):
+    with pytest.raises(InvalidInput, match=r"^--n: .* rope-random \(--base 10000\) exceeds 10\^5"):
         get_check("haar-law").parse_params({"family": "householder,so2-uniform,rope-random", "d": 16})
 
 
