@@ -222,9 +222,10 @@ def check_reference(law: StepLaw) -> None:
     """Refuse (``ValueError`` naming ``--family``) a law whose post-mixing score law has no closed form and cannot be
     estimated either (it never mixes, or too slowly for the Monte Carlo reference of
     :func:`stylized.score_reference.estimated_far_score_law`): found before any work, as the run would find it."""
-    if getattr(law, "post_mixing_law", None) != "estimated":
+    from stylized.score_reference import EstimatedScoreLaw, _reference_length
+
+    if not issubclass(law.post_mixing_class, EstimatedScoreLaw):
         return
-    from stylized.score_reference import _reference_length
 
     try:
         _reference_length(law)

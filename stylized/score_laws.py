@@ -209,6 +209,11 @@ class HaarCoordinate(_ClosedForm):
     tail_bound_name = "Lévy"
     has_density = True
 
+    @classmethod
+    def of_law(cls, law, q, k) -> HaarCoordinate:
+        """The post-mixing law of ``qᵀ P_n k`` for an isotropic orthogonal ``law``: ``(d, |q||k|)``."""
+        return cls(int(law.d), float(np.linalg.norm(q) * np.linalg.norm(k)))
+
     def __post_init__(self):
         object.__setattr__(self, "d", arg_int("d", self.d, 2))
         object.__setattr__(self, "scale", arg_real("scale", self.scale, 0, lo_open=True))
@@ -260,6 +265,11 @@ class UniformPhaseSum(_ClosedForm):
 
     name = "uniform-phase"
     tail_bound_name = "Hoeffding"
+
+    @classmethod
+    def of_law(cls, law, q, k) -> UniformPhaseSum:
+        """The post-mixing law of ``qᵀ P_n k`` for equidistributing SO(2) planes: ``a_b = |q_b||k_b|``."""
+        return cls(tuple(np.hypot(q[0::2], q[1::2]) * np.hypot(k[0::2], k[1::2])))
 
     def __post_init__(self):
         a = np.abs(check("a", self.a)).ravel()

@@ -61,6 +61,11 @@ class EstimatedScoreLaw:
     tail_bound_name = None
     has_density = False
 
+    @classmethod
+    def of_law(cls, law, q, k) -> EstimatedScoreLaw:
+        """A Monte Carlo reference for a law without a closed-form post-mixing law (:func:`estimated_far_score_law`)."""
+        return estimated_far_score_law(law, q, k)
+
     @property
     def size(self) -> int:
         return int(self.sample.size)

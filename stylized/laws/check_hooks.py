@@ -45,32 +45,29 @@ class ScoreChainHooks:
         return None
 
     @property
-    def post_mixing_law(self) -> str:
-        """The law a far score ``qᵀ P_n k`` tends to once the route has mixed, by declared capability:
-        ``"haar"`` (isotropic and orthogonal: ``P_n k/|k|`` uniform on ``S^{d−1}``, a Haar coordinate),
-        ``"uniform-phase"`` (``planes`` whose angles equidistribute, :attr:`mixes_to_uniform`:
-        ``Σ_b |q_b||k_b| cos U_b``), else ``"estimated"`` (a Monte Carlo reference, :meth:`far_score_law`)."""
-        if self.planes and self.mixes_to_uniform:
-            return "uniform-phase"
+    def post_mixing_class(self) -> type:
+        """The score-law class of a far score ``qᵀ P_n k`` once the route has mixed, by declared capability:
+        :class:`~stylized.score_laws.HaarCoordinate` for an isotropic orthogonal law (``P_n k/|k|`` uniform on
+        ``S^{d−1}``), else :class:`~stylized.score_reference.EstimatedScoreLaw` (a Monte Carlo reference).  Planes
+        laws whose angles equidistribute override it (:class:`~stylized.score_laws.UniformPhaseSum`)."""
         if self.isotropic and self.orthogonal and self.mixes_to_uniform:
-            return "haar"
-        return "estimated"
+            from ..score_laws import HaarCoordinate
+
+            return HaarCoordinate
+        from ..score_reference import EstimatedScoreLaw
+
+        return EstimatedScoreLaw
+
+    @property
+    def post_mixing_law(self) -> str:
+        """The name of :attr:`post_mixing_class` (``"haar"``, ``"uniform-phase"``, ``"estimated"``): a label for rows."""
+        return self.post_mixing_class.name
 
     def far_score_law(self, q, k):
-        """The law of ``s = qᵀ P_n k`` once the route has mixed (:attr:`post_mixing_law`), as a score law of
-        :mod:`stylized.score_laws` (``cdf``, ``sf``, ``mgf``, ``ks_test``, ``tail_bound``, ``theory_kind``):
-        :class:`~stylized.score_laws.HaarCoordinate` ``(d, |q||k|)``, :class:`~stylized.score_laws.UniformPhaseSum`
-        with ``a_b = |q_b||k_b|``, or an :class:`~stylized.score_laws.EstimatedScoreLaw` (a Monte Carlo sample of
-        ``qᵀ P_n k`` at ``n`` well past the window, labelled *estimated*)."""
-        from .. import score_laws
-
-        q, k = np.asarray(q, dtype=float), np.asarray(k, dtype=float)
-        kind = self.post_mixing_law
-        if kind == "uniform-phase":
-            return score_laws.UniformPhaseSum(tuple(np.hypot(q[0::2], q[1::2]) * np.hypot(k[0::2], k[1::2])))
-        if kind == "haar":
-            return score_laws.HaarCoordinate(int(self.d), float(np.linalg.norm(q) * np.linalg.norm(k)))
-        return score_laws.estimated_far_score_law(self, q, k)
+        """The law of ``s = qᵀ P_n k`` once the route has mixed, as a score law of :mod:`stylized.score_laws`
+        (``cdf``, ``sf``, ``mgf``, ``ks_test``, ``tail_bound``, ``theory_kind``): :attr:`post_mixing_class` built
+        for this law, ``q`` and ``k`` (its ``of_law``)."""
+        return self.post_mixing_class.of_law(self, np.asarray(q, dtype=float), np.asarray(k, dtype=float))
 
 
 class ContextWindowHooks:

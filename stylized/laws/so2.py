@@ -52,6 +52,16 @@ class SO2Family(StepFamily):
     def n_planes(self) -> int:
         return self.d // 2
 
+    @property
+    def post_mixing_class(self) -> type:
+        """:class:`~stylized.score_laws.UniformPhaseSum` when the accumulated angles equidistribute
+        (:attr:`mixes_to_uniform`), else the base's estimated reference."""
+        if self.mixes_to_uniform:
+            from ..score_laws import UniformPhaseSum
+
+            return UniformPhaseSum
+        return super().post_mixing_class
+
     def chi(self) -> np.ndarray:
         """Per-plane characteristic values ``χ_b = E[e^{iθ_b}]`` (complex, shape ``(d/2,)``)."""
         raise NotImplementedError
