@@ -68,7 +68,9 @@ falsify: setup
 figures: setup
 	$(BIN)/stylized figures --all
 
-test: setup
+# What CI runs (.ci/run calls exactly this): the documentation build with warnings as errors (which executes
+# every example in docs/examples/), then the test suite.
+test: setup docs
 	$(BIN)/python -m pytest -q -m "not slow"
 
 test-all: setup
