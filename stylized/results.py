@@ -284,37 +284,60 @@ def load_result(name: str, directory: Path | None = None) -> dict | None:
     return r
 
 
+def probe_writable(directory: str | os.PathLike, tries: int = 5) -> None:
+    """Create the folders ``directory`` lacks, create and remove a probe file in it, then remove the folders it
+    created; raises the ``OSError`` that stops it (nothing is left behind either way).
+
+    Concurrent runs (``--workers``, sweeps) probe the same folders: a folder that another probe made or removed
+    between our check and our file is tried again (``tries`` times) rather than reported."""
+    d = Path(directory)
+    for attempt in range(tries):
+        try:
+            _probe_once(d)
+            return
+        except (FileNotFoundError, FileExistsError, NotADirectoryError):
+            if attempt == tries - 1:
+                raise
+
+
+def _probe_once(d: Path) -> None:
+    made: list[Path] = []
+    try:
+        missing, p = [], d.absolute()
+        while not p.is_dir():  # OSError for a name too long
+            if p.exists() or p.is_symlink():
+                raise NotADirectoryError(errno.ENOTDIR, f"{p} is a file, not a folder")
+            missing.append(p)
+            if p.parent == p:
+                break
+            p = p.parent
+        for m in reversed(missing):
+            try:
+                m.mkdir()
+            except FileExistsError:  # made meanwhile by a concurrent run: theirs, not ours to remove
+                if not m.is_dir():
+                    raise
+                continue
+            made.append(m)
+        fd, probe = tempfile.mkstemp(dir=d, prefix=".stylized-probe.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(probe)
+    finally:
+        for m in reversed(made):
+            try:
+                m.rmdir()
+            except OSError:  # not empty (a concurrent run's files), or gone
+                pass
+
+
 def check_writable(directory: str | os.PathLike, option: str = "--out") -> None:
-    """Prove, before any work, that files can be made in ``directory``: create the folders it lacks, create and
-    remove a probe file in it, then remove the folders it created (nothing is left behind either way).
+    """Prove, before any work, that files can be made in ``directory`` (:func:`probe_writable`).
 
     Raises :class:`~stylized.InvalidInput` naming ``option`` when it cannot (a regular file on the way, a
     read-only or virtual file system such as ``/proc``, a name too long, no permission).
     """
-    directory = Path(directory)
-    made: list[Path] = []
     try:
-        try:
-            missing, p = [], directory.absolute()
-            while not p.is_dir():  # OSError for a name too long
-                if p.exists() or p.is_symlink():
-                    raise NotADirectoryError(errno.ENOTDIR, f"{p} is a file, not a folder")
-                missing.append(p)
-                if p.parent == p:
-                    break
-                p = p.parent
-            for m in reversed(missing):
-                m.mkdir()
-                made.append(m)
-            fd, probe = tempfile.mkstemp(dir=directory, prefix=".stylized-probe.", suffix=".tmp")
-            os.close(fd)
-            os.unlink(probe)
-        finally:
-            for m in reversed(made):
-                try:
-                    m.rmdir()
-                except OSError:
-                    pass
+        probe_writable(directory)
     except OSError as e:
         why = e.strerror or type(e).__name__
         shown = str(directory) if len(str(directory)) <= 120 else str(directory)[:117] + "…"

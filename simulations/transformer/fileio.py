@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import errno
 import numbers
 import os
 import pickle
@@ -28,6 +27,7 @@ from pathlib import Path
 import torch
 
 from stylized.errors import InvalidInput
+from stylized.results import probe_writable
 
 __all__ = ["read_checkpoint", "load_weights", "load_training_state", "save_checkpoint", "check_dir",
            "check_figure", "REQUIRED_KEYS", "RESUME_KEYS"]
@@ -269,55 +269,17 @@ def save_checkpoint(path: str | os.PathLike, state: dict) -> None:
 
 
 def check_dir(directory: str | os.PathLike, option: str, what: str | os.PathLike | None = None) -> None:
-    """Prove that files can be made in ``directory`` (folders it lacks are created for the probe, then
-    removed): :class:`~stylized.InvalidInput` naming ``option`` (and ``what`` is written there) otherwise.
-
-    Concurrent runs (``--workers``, ``scripts/gpu_check.sh``) probe the same folders: a folder that another
-    probe removed between our check and our file is made again (a few tries) rather than reported."""
+    """Prove that files can be made in ``directory`` (:func:`stylized.results.probe_writable`: folders it lacks are
+    created for the probe, then removed): :class:`~stylized.InvalidInput` naming ``option`` (and ``what`` is
+    written there) otherwise."""
     d = Path(directory)
-    for attempt in range(5):
-        try:
-            _probe_dir(d)
-            return
-        except OSError as e:
-            if attempt < 4 and isinstance(e, (FileNotFoundError, FileExistsError, NotADirectoryError)):
-                continue  # maybe a concurrent probe made or removed a folder on the way: try again
-            why = e.strerror or type(e).__name__
+    try:
+        probe_writable(d)
+    except OSError as e:
+        why = e.strerror or type(e).__name__
         if what is not None:
             raise InvalidInput(f"{option}: {_shown(what)} cannot be written ({why})") from None
         raise InvalidInput(f"{option}: {_shown(d)} is not writable ({why})") from None
-
-
-def _probe_dir(d: Path) -> None:
-    made: list[Path] = []
-    try:
-        missing, p = [], d.absolute()
-        while not p.is_dir():
-            if p.exists() or p.is_symlink():
-                if p.is_dir():  # made meanwhile by a concurrent run
-                    break
-                raise NotADirectoryError(errno.ENOTDIR, f"{_shown(p)} is a file, not a folder")
-            missing.append(p)
-            if p.parent == p:
-                break
-            p = p.parent
-        for m in reversed(missing):
-            try:
-                m.mkdir()
-            except FileExistsError:  # made meanwhile by a concurrent run: theirs, not ours to remove
-                if not m.is_dir():
-                    raise  # (or already removed again: check_dir tries again)
-                continue
-            made.append(m)
-        fd, probe = tempfile.mkstemp(dir=d, prefix=".stylized-probe.", suffix=".tmp")
-        os.close(fd)
-        os.unlink(probe)
-    finally:
-        for m in reversed(made):
-            try:
-                m.rmdir()
-            except OSError:  # not empty (a concurrent run's files), or gone
-                pass
 
 
 def check_figure(path: str | os.PathLike, option: str = "--figure") -> None:
