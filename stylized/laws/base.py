@@ -299,14 +299,9 @@ class StepLaw(ScoreChainHooks, ContextWindowHooks, AttentionSweepHooks, ValueTra
         Draws are taken ``block`` steps at a time (default: as many as keep a block of dense steps within
         about 2²² elements), so memory is ``O(size·block·d²)`` however long the route.
         """
-        ns = [int(n) for n in np.ravel(ns)]
-        qh = np.asarray(q, dtype=float)
-        kd = xp.asarray(qh if k is None else np.asarray(k, dtype=float))
-        out = xp.empty((size, len(ns)))
-        want = {n: c for c, n in enumerate(ns)}
+        ns, qh, kh, out, want = self._walk_frame(ns, size, xp, q, k)
+        kd = xp.asarray(kh)
         u = xp.broadcast_to(xp.asarray(qh), (size, self.d)).copy()
-        if 0 in want:
-            out[:, want[0]] = u @ kd
         per_step = size * max(1, self.d) ** self.step_ndim
         block = max(1, (1 << 22) // per_step) if block is None else int(block)
         n, nmax = 0, max(ns) if ns else 0
@@ -320,6 +315,19 @@ class StepLaw(ScoreChainHooks, ContextWindowHooks, AttentionSweepHooks, ValueTra
                 if n in want:
                     out[:, want[n]] = u @ kd
         return out
+
+    def _walk_frame(self, ns, size: int, xp, q, k):
+        """The start every :meth:`walk_scores` shares: the route lengths as ints, ``q`` and ``k`` (default ``q``)
+        as host arrays, the ``(size, len(ns))`` output with its ``n = 0`` column (``qᵀk``) filled, and the column
+        of each length."""
+        ns = [int(n) for n in np.ravel(ns)]
+        qh = np.asarray(q, dtype=float)
+        kh = qh if k is None else np.asarray(k, dtype=float)
+        out = xp.empty((size, len(ns)))
+        want = {n: c for c, n in enumerate(ns)}
+        if 0 in want:
+            out[:, want[0]] = float(qh @ kh)
+        return ns, qh, kh, out, want
 
     def fast_overlaps(self, ns, size: int, rng, backend: str, q):
         """A compiled ``qᵀ P_n q`` sampler for ``backend``, or ``None`` (then :meth:`walk_scores` is used)."""

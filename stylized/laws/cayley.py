@@ -22,6 +22,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from .._broadcast import check
 from .base import StepLaw, check_dimension
 
 __all__ = ["Cayley"]
@@ -39,10 +40,7 @@ class Cayley(StepLaw):
 
     def __post_init__(self):
         check_dimension(self.d)
-        s = self.scale
-        if isinstance(s, bool) or not isinstance(s, (int, float, np.floating, np.integer)) or not (
-                math.isfinite(s) and 0 < s <= 1e6):
-            raise ValueError(f"scale must be a number in (0, 1e6], got {s!r}")
+        check("scale", self.scale, 0, 1e6, lo_open=True, scalar=True)
 
     def sample(self, xrng, shape, xp=np):
         g = xrng.standard_normal(tuple(shape) + (self.d, self.d))

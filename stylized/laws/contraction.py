@@ -24,24 +24,17 @@ Example
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
+from .._broadcast import check
 from .base import check_dimension
 from .isotropic import _ScalarMean
 from .step_ops import beta_step, uniform_sphere
 
 __all__ = ["Contraction"]
-
-
-def _check_beta(beta) -> float:
-    if isinstance(beta, (bool, np.bool_)) or not isinstance(beta, (int, float, np.integer, np.floating)) or not (
-            math.isfinite(beta) and 0.0 < beta < 2.0):
-        raise ValueError(f"beta must be a number in (0, 2) (contraction I − β w wᵀ), got {beta!r}")
-    return float(beta)
 
 
 @dataclass(frozen=True)
@@ -58,7 +51,7 @@ class Contraction(_ScalarMean):
 
     def __post_init__(self):
         check_dimension(self.d)
-        _check_beta(self.beta)
+        check("beta (contraction I − β w wᵀ)", self.beta, 0, 2, lo_open=True, hi_open=True, scalar=True)
 
     @property
     def spectral_gap(self) -> float:

@@ -66,13 +66,7 @@ class Householder(_ScalarMean):
     def walk_scores(self, ns, size: int, xrng, xp=np, q=None, k=None, block: int | None = None):
         """The rank-one update ``u ← u − 2 g (g·u)/||g||²`` from ``u = k`` with Gaussian ``g``, one step at a
         time over all trials, recording ``q·u`` (in law ``qᵀ P_n k``)."""
-        ns = [int(n) for n in np.ravel(ns)]
-        qh = np.asarray(q, dtype=float)
-        kh = qh if k is None else np.asarray(k, dtype=float)
-        out = xp.empty((size, len(ns)))
-        want = {n: c for c, n in enumerate(ns)}
-        if 0 in want:
-            out[:, want[0]] = float(qh @ kh)
+        ns, qh, kh, out, want = self._walk_frame(ns, size, xp, q, k)
         qd = xp.asarray(qh)
         u = xp.broadcast_to(xp.asarray(kh), (size, self.d)).copy()
         for n in range(1, (max(ns) if ns else 0) + 1):

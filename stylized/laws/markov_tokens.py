@@ -191,13 +191,7 @@ class MarkovTokens(SO2Family):
         """``qᵀ P_n k`` along ``size`` independent stationary chains; the chain state is carried across blocks."""
         from ..sampling import XP_CHUNK_ELEMENTS
 
-        ns = [int(n) for n in np.ravel(ns)]
-        qh = np.asarray(q, dtype=float)
-        kh = qh if k is None else np.asarray(k, dtype=float)
-        out = xp.empty((size, len(ns)))
-        want = {n: c for c, n in enumerate(ns)}
-        if 0 in want:
-            out[:, want[0]] = float(qh @ kh)
+        ns, qh, kh, out, want = self._walk_frame(ns, size, xp, q, k)
         dot = xp.asarray(qh[0::2] * kh[0::2] + qh[1::2] * kh[1::2])
         cross = None if k is None else xp.asarray(qh[1::2] * kh[0::2] - qh[0::2] * kh[1::2])
         fit = max(1, XP_CHUNK_ELEMENTS // max(1, size * (self.d // 2)))

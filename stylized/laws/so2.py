@@ -118,13 +118,7 @@ class SO2Family(StepFamily):
         blocks of at most ``block`` steps (default and cap: ``size·block·d/2`` within ``XP_CHUNK_ELEMENTS``)."""
         from ..sampling import XP_CHUNK_ELEMENTS
 
-        ns = [int(n) for n in np.ravel(ns)]
-        qh = np.asarray(q, dtype=float)
-        kh = qh if k is None else np.asarray(k, dtype=float)
-        out = xp.empty((size, len(ns)))
-        want = {n: c for c, n in enumerate(ns)}
-        if 0 in want:
-            out[:, want[0]] = float(qh @ kh)
+        ns, qh, kh, out, want = self._walk_frame(ns, size, xp, q, k)
         d = self.d
         dot = xp.asarray(qh[0::2] * kh[0::2] + qh[1::2] * kh[1::2])
         cross = None if k is None else xp.asarray(qh[1::2] * kh[0::2] - qh[0::2] * kh[1::2])
