@@ -187,31 +187,11 @@ class MarkovTokens(SO2Family):
         """Angles ``table[x]`` ``shape + (d/2,)`` of Markov token chains along the last axis of ``shape`` (time)."""
         return xp.asarray(self.table)[self.sample_tokens(xrng, shape, xp)]
 
-    def walk_scores(self, ns, size: int, xrng, xp=np, q=None, k=None, block: int | None = None):
-        """``qᵀ P_n k`` along ``size`` independent stationary chains; the chain state is carried across blocks."""
-        from ..sampling import XP_CHUNK_ELEMENTS
-
-        ns, qh, kh, out, want = self._walk_frame(ns, size, xp, q, k)
-        dot = xp.asarray(qh[0::2] * kh[0::2] + qh[1::2] * kh[1::2])
-        cross = None if k is None else xp.asarray(qh[1::2] * kh[0::2] - qh[0::2] * kh[1::2])
-        fit = max(1, XP_CHUNK_ELEMENTS // max(1, size * (self.d // 2)))
-        block = fit if block is None else max(1, min(int(block), fit))
-        table = xp.asarray(self.table)
-        A = xp.zeros((size, self.d // 2))
-        prev = None
-        nmax = max(ns) if ns else 0
-        for start in range(0, nmax, block):
-            m = min(block, nmax - start)
-            x = self.sample_tokens(xrng, (size, m), xp, start=prev)
-            prev = x[:, -1]
-            Ab = A[:, None, :] + xp.cumsum(table[x], axis=1)
-            for t in range(m):
-                if start + t + 1 in want:
-                    s = xp.cos(Ab[:, t, :]) @ dot
-                    out[:, want[start + t + 1]] = s if cross is None else s + xp.sin(Ab[:, t, :]) @ cross
-            A = Ab[:, -1, :]
-        return out
-
+    def _angle_block(self, xrng, size: int, m: int, xp, state):
+        """The next ``m`` tokens of ``size`` stationary chains, continuing from ``state`` (each chain's last token),
+        as plane angles: :meth:`SO2Family.walk_scores` carries the chain across blocks."""
+        x = self.sample_tokens(xrng, (size, m), xp, start=state)
+        return xp.asarray(self.table)[x], x[:, -1]
 
 def zipf_law(V: int, exponent: float = 1.0) -> np.ndarray:
     """``π_v ∝ (v + 1)^{−exponent}``: a text-like (Zipf) token law."""

@@ -123,18 +123,24 @@ class SO2Family(StepFamily):
         dot = xp.asarray(qh[0::2] * kh[0::2] + qh[1::2] * kh[1::2])
         cross = None if k is None else xp.asarray(qh[1::2] * kh[0::2] - qh[0::2] * kh[1::2])
         fit = max(1, XP_CHUNK_ELEMENTS // max(1, size * (d // 2)))
-        block = fit if block is None else max(1, min(block, fit))
+        block = fit if block is None else max(1, min(int(block), fit))
         A = xp.zeros((size, d // 2))
-        nmax = max(ns) if ns else 0
+        nmax, state = (max(ns) if ns else 0), None
         for start in range(0, nmax, block):
             m = min(block, nmax - start)
-            Ab = A[:, None, :] + xp.cumsum(self.sample(xrng, (size, m), xp), axis=1)
+            angles, state = self._angle_block(xrng, size, m, xp, state)
+            Ab = A[:, None, :] + xp.cumsum(angles, axis=1)
             for t in range(m):
                 if start + t + 1 in want:
                     s = xp.cos(Ab[:, t, :]) @ dot
                     out[:, want[start + t + 1]] = s if cross is None else s + xp.sin(Ab[:, t, :]) @ cross
             A = Ab[:, -1, :]
         return out
+
+    def _angle_block(self, xrng, size: int, m: int, xp, state):
+        """The plane angles of the next ``m`` steps of ``size`` chains, and the state to carry to the next block
+        (i.i.d. steps carry none; a law whose steps form a chain overrides this)."""
+        return self.sample(xrng, (size, m), xp), None
 
     # -- in-context windows (mixing) -------------------------------------------------------------
     def context_plan(self, L: int, window: float, backend: str = "numpy") -> tuple[int, int, int]:
