@@ -51,7 +51,7 @@ from stylized.estimators import bonferroni_level, mean_ci, rounding_tolerance
 from stylized.families import FAMILY_NAMES, StepFamily
 from stylized.montecarlo import check_positive_int, progress
 from stylized.options import Float, Int, IntList
-from stylized.registry import Check, Mutant, Option, headline, patched, register
+from stylized.registry import Check, Mutant, Option, Theory, headline, patched, register
 from stylized.sampling import equal_energy_query, sample_overlaps, sample_steps
 from stylized.scores import first_crossing
 
@@ -406,6 +406,18 @@ MUTANTS = (
 REDUCED = {"d": 16, "n": [0, 1, 2, 5, 10, 20, 50], "trials": 2000, "L": [64, 1024], "window_steps": 1 << 14,
            "d_op": 8, "n_op": [1, 2, 5, 10], "trials_op": 200}
 
+def _overlap_times(factor: float):
+    """:attr:`Theory.perturb` of the closed form: ``qᵀE[M]ⁿq`` times ``factor`` at every ``n ≥ 1``."""
+    orig = theory_overlap
+
+    def times(fam, q, n):
+        n_arr = np.asarray(n)
+        return orig(fam, q, n) * np.where(n_arr > 0, factor, 1.0) if n_arr.ndim else (
+            orig(fam, q, n) * (factor if int(n) > 0 else 1.0))
+
+    return patched(__name__, "theory_overlap", times)()
+
+
 CHECK = register(limits(Check(
     name=NAME,
     claim="C1",
@@ -430,4 +442,6 @@ CHECK = register(limits(Check(
     extra={"order": 0, "needs": ("iid",)},
     mutants=MUTANTS,
     reduced=REDUCED,
+    theories=(Theory("qᵀE[M]ⁿq", "the closed form of E[qᵀP_n q] at n ≥ 1 (and the crossing n* it implies); "
+                     "n = 0 is qᵀq by definition", _overlap_times),),
 )))

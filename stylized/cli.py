@@ -34,7 +34,7 @@ from . import __version__
 from .backend import BACKENDS
 from .cli_validate import checked_falsify, checked_sweep, package_present, validation
 from .errors import InvalidInput, save_traceback
-from .options import Choice, Int, arg_type
+from .options import Choice, Choices, Int, arg_type
 from .registry import COMMANDS_GROUP, load_checks, load_plugin, plugins
 from .report import fmt, write_paper_checks
 from .results import (
@@ -131,8 +131,12 @@ def build_parser(load: str | None = None) -> argparse.ArgumentParser:
     pz.add_argument("--no-frr", action="store_true", help="only the mutation table")
     pz.add_argument("--no-mutants", action="store_true", help="only the false-rejection rates")
     pz.add_argument("--dry-run", action="store_true", help="validate the names and options; run nothing")
+    pz.add_argument("--sensitivity", type=arg_type(Choices("reduced", "default")), default=None, metavar="SIZES",
+                    help="also measure the power: the smallest relative error of each theory (both signs) that "
+                         "flips the verdict, at these sizes (comma list of reduced, default); with --no-mutants "
+                         "--no-frr only that")
     pz.set_defaults(func=lambda a: checked_falsify(a.names, seeds=a.seeds, mutants=not a.no_mutants, frr=not a.no_frr,
-                                                 dry_run=a.dry_run))
+                                                 dry_run=a.dry_run, sensitivity_sizes=tuple(a.sensitivity or ())))
 
     from .sweep import add_parser as add_sweep
 

@@ -8,7 +8,9 @@ A verdict that cannot come out "does not hold" tests nothing.  Every registered 
 * :func:`mutation_table`: the unmutated check and every mutant at one seed (each mutant must
   give ``holds = False`` while the unmutated check holds);
 * :func:`false_rejections`: the unmutated check over many seeds: the measured false-rejection
-  rate with its exact (Clopper–Pearson) 95% interval.  The checks test at a nominal 5% level.
+  rate with its exact (Clopper–Pearson) 95% interval.  The checks test at a nominal 5% level;
+* :func:`sensitivity`: the power: for each theory a check names (:class:`~stylized.registry.Theory`), the
+  smallest relative error of each sign that turns ``holds`` false, at the reduced and at the default sizes.
 
 Results are written under ``<results>/falsify/`` by ``stylized falsify`` and rendered into
 ``paper_checks.md``.
@@ -21,7 +23,10 @@ import time
 
 from .estimators import proportion_ci
 
-__all__ = ["run_reduced", "mutation_table", "false_rejections"]
+__all__ = ["run_reduced", "mutation_table", "false_rejections", "sensitivity", "SENSITIVITY_GRID"]
+
+SENSITIVITY_GRID = (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
+"""Relative theory errors tried in turn (each sign); the first that flips is refined by bisection."""
 
 
 def run_reduced(check, *, seed: int = 0, mutant=None, backend: str = "numba", params: dict | None = None) -> dict:
@@ -77,6 +82,53 @@ def false_rejections(check, seeds, *, backend: str = "numba", progress=None) -> 
             "seconds": round(time.perf_counter() - t0, 1), "reduced": check.reduced}
 
 
+def _flips(check, theory, factor: float, params: dict, seeds, backend: str) -> bool:
+    """Whether ``check`` with ``theory`` times ``factor`` does not hold at every seed of ``seeds``."""
+    for seed in seeds:
+        with theory.perturb(factor):
+            if run_reduced(check, seed=int(seed), backend=backend, params=params)["holds"]:
+                return False
+    return True
+
+
+def sensitivity(check, *, sizes: str = "reduced", seeds=(0, 1, 2), backend: str = "numba",
+                grid=SENSITIVITY_GRID, refine: int = 3) -> dict:
+    """The power of ``check``: for each of its :attr:`~stylized.registry.Check.theories` and each sign, the
+    smallest relative error ``e`` of the theory (it is multiplied by ``1 ± e``) that turns ``holds`` false at
+    every seed of ``seeds``.
+
+    The errors of ``grid`` are tried in turn; the first that flips is refined by ``refine`` geometric
+    bisections against the last that did not, so the answer is a bracket ``[holds_at, flips_at]``
+    (``flips_at = None``: no error of the grid flips it).  ``sizes``: ``"reduced"`` (``check.reduced``) or
+    ``"default"`` (the check's defaults), each with the theory's own ``params`` on top.  A theory whose
+    unmutated check does not hold at every seed is reported as such (``unmutated_holds = False``), not searched.
+    Assumes that a larger error flips at least as surely as a smaller one.
+    """
+    if sizes not in ("reduced", "default"):
+        raise ValueError(f"sizes must be 'reduced' or 'default', got {sizes!r}")
+    t0, rows = time.perf_counter(), []
+    for th in check.theories:
+        params = {**(check.reduced if sizes == "reduced" else {}), **th.params}
+        held = all(run_reduced(check, seed=int(x), backend=backend, params=params)["holds"] for x in seeds)
+        for sign in (-1, +1):
+            lo, hi = 0.0, None
+            for e in (grid if held else ()):
+                if _flips(check, th, 1.0 + sign * e, params, seeds, backend):
+                    hi = e
+                    break
+                lo = e
+            for _ in range(refine if hi is not None else 0):
+                mid = (lo * hi) ** 0.5 if lo > 0 else hi / 3.0
+                if _flips(check, th, 1.0 + sign * mid, params, seeds, backend):
+                    hi = mid
+                else:
+                    lo = mid
+            rows.append({"theory": th.name, "description": th.description, "sign": sign, "unmutated_holds": held,
+                         "holds_at": lo, "flips_at": hi})
+    return {"check": check.name, "sizes": sizes, "seeds": [int(x) for x in seeds], "rows": rows,
+            "seconds": round(time.perf_counter() - t0, 1)}
+
+
 def falsify_dir():
     from .results import results_dir
 
@@ -95,7 +147,7 @@ def _merge_write(name: str, entries: dict) -> None:
 
 
 def load_falsify(name: str) -> dict:
-    """``mutants.json`` or ``false_rejections.json`` under the results directory ({} if absent)."""
+    """``mutants.json``, ``false_rejections.json`` or ``sensitivity.json`` under the results directory ({} if absent)."""
     import json
 
     path = falsify_dir() / name
@@ -103,7 +155,7 @@ def load_falsify(name: str) -> dict:
 
 
 def main(names: list[str], *, seeds: int = 100, mutants: bool = True, frr: bool = True, backend: str = "numba",
-         dry_run: bool = False) -> int:
+         dry_run: bool = False, sensitivity_sizes: tuple[str, ...] = ()) -> int:
     """``stylized falsify``: mutation table and false-rejection rates; exit 1 if a mutant survives or FRR > 7.5%."""
     import sys
 
@@ -119,7 +171,8 @@ def main(names: list[str], *, seeds: int = 100, mutants: bool = True, frr: bool 
         raise ValueError(f"--seeds: must be an integer in [1, 10^4], got {seeds!r}")
     chosen = [checks[n] for n in (names or list(checks))]
     if dry_run:  # validated; list what would run
-        print(json.dumps({"checks": [c.name for c in chosen], "seeds": seeds, "mutants": mutants, "frr": frr}))
+        print(json.dumps({"checks": [c.name for c in chosen], "seeds": seeds, "mutants": mutants, "frr": frr,
+                          "sensitivity": list(sensitivity_sizes)}))
         return 0
     bad = 0
     for c in chosen:
@@ -142,4 +195,22 @@ def main(names: list[str], *, seeds: int = 100, mutants: bool = True, frr: bool 
             print(f"{c.name}: false rejections {f['rejections']}/{f['n_seeds']} "
                   f"(95% CI [{f['ci_low']:.3f}, {f['ci_high']:.3f}]) in {f['seconds']:.0f} s", flush=True)
             bad += f["rate"] > 0.075
+        for sz in sensitivity_sizes:
+            if not c.theories:
+                print(f"{c.name}: no theories declared for its power (Check.theories)", flush=True)
+                bad += 1
+                continue
+            r = sensitivity(c, sizes=sz, seeds=(0, 1, 2) if sz == "reduced" else (0,), backend=backend)
+            old = load_falsify("sensitivity.json").get(c.name, {})
+            _merge_write("sensitivity.json", {c.name: {**old, sz: r}})
+            goal = 0.10 if sz == "reduced" else 0.03
+            missed = [x for x in r["rows"] if x["flips_at"] is None or x["flips_at"] > goal]
+            print(f"{c.name} ({sz} sizes): " + "; ".join(
+                f"{x['theory']} {'−' if x['sign'] < 0 else '+'}{_pct(x['flips_at'])}" for x in r["rows"])
+                + f" (goal ≤ {goal:.0%}: {'met' if not missed else f'{len(missed)} missed'}) in {r['seconds']:.0f} s",
+                flush=True)
     return 0 if bad == 0 else 1
+
+
+def _pct(e) -> str:
+    return "none ≤ 100%" if e is None else f"{100 * e:.2g}%"

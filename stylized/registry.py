@@ -37,7 +37,7 @@ from .backend import BACKENDS
 from .errors import InvalidInput
 from .options import Spec, check_work, spec_of
 
-__all__ = ["Option", "Mutant", "Check", "headline", "register", "add_validator", "load_checks", "get_check", "plugins", "load_plugin", "int_list", "float_list", "str_list"]
+__all__ = ["Option", "Mutant", "Theory", "scaled", "Check", "headline", "register", "add_validator", "load_checks", "get_check", "plugins", "load_plugin", "int_list", "float_list", "str_list"]
 
 
 def int_list(s: str | list) -> list[int]:
@@ -115,6 +115,46 @@ def patched(module: str, name: str, new) -> Callable[[], AbstractContextManager]
 
 
 @dataclass(frozen=True)
+class Theory:
+    """A theory a check names, for measuring its power.
+
+    ``perturb(factor)`` returns a context manager under which the check compares with that theory times
+    ``factor`` (relative error ``factor − 1``); ``stylized falsify --sensitivity`` finds the smallest error of
+    each sign that turns ``holds`` false (:func:`stylized.falsify.sensitivity`).  ``params`` are option
+    overrides on top of the sizes it runs at (e.g. the family whose theory it is).  :func:`scaled` builds
+    ``perturb`` for a function of the check's module whose return value is the theory.
+    """
+
+    name: str
+    description: str
+    perturb: Callable[[float], AbstractContextManager]
+    params: dict = field(default_factory=dict)
+
+
+def _times(x, factor: float):
+    """``x`` times ``factor``: numbers and arrays, elementwise through tuples and lists (``None`` kept)."""
+    if x is None or isinstance(x, (bool, str)):
+        return x
+    if isinstance(x, (tuple, list)):
+        return type(x)(_times(v, factor) for v in x)
+    return x * factor
+
+
+def scaled(module: str, name: str) -> Callable[[float], AbstractContextManager]:
+    """A :attr:`Theory.perturb`: ``module.name`` (looked up by the check at run time) returns its value times
+    ``factor``."""
+    def perturb(factor: float) -> AbstractContextManager:
+        orig = getattr(importlib.import_module(module), name)
+
+        def times(*args, **kwargs):
+            return _times(orig(*args, **kwargs), factor)
+
+        return patched(module, name, times)()
+
+    return perturb
+
+
+@dataclass(frozen=True)
 class Check:
     """One numerical check of a paper claim."""
 
@@ -131,6 +171,8 @@ class Check:
     # ("reduced sizes") at which the mutation suite and the false-rejection runs use the same test.
     mutants: tuple[Mutant, ...] = ()
     reduced: dict = field(default_factory=dict)
+    # Power: the theories it names, each perturbable by a relative error (``stylized falsify --sensitivity``).
+    theories: tuple[Theory, ...] = ()
     # Optional packages the check needs (left out of the registry when one is missing).
     requires: tuple[str, ...] = ()
     # External: the result is written by another command; ``run`` only reads it, ``check --all``

@@ -97,6 +97,41 @@ def _falsify_section(checks) -> list[str]:
         t = f"{m['unmutated_seconds']:.1f} s" if m else "—"
         lines.append(row(name, "holds" if m and m["unmutated_holds"] else "—" if m is None else "DOES NOT HOLD",
                          ms, fr, t))
+    return lines + _power_section(checks)
+
+
+def _pct(e) -> str:
+    return "none ≤ 100%" if e is None else f"{100 * e:.2g}%"
+
+
+def _power_section(checks) -> list[str]:
+    """The power of each check from ``stylized falsify --sensitivity`` (results/falsify/sensitivity.json)."""
+    from .falsify import load_falsify
+
+    sens = load_falsify("sensitivity.json")
+    lines = ["", "### Power: the smallest theory error that flips each verdict", "",
+             "Command: `stylized falsify --no-mutants --no-frr --sensitivity reduced,default`. Each theory a check",
+             "names is multiplied by `1 − e` and by `1 + e`; the table gives the smallest `e` (bracketed by three",
+             "bisections after a grid 0.3%, 1%, 3%, 10%, 30%, 100%) at which `holds` is false at every seed tried",
+             "(reduced sizes: seeds 0, 1, 2; default sizes: seed 0). Goal: ≤ 10% at the reduced sizes, ≤ 3% at the",
+             "defaults.", "",
+             "| check | theory | reduced: −e / +e | default: −e / +e |", "|---|---|---|---|"]
+    for name in checks:
+        entry = sens.get(name)
+        if not entry:
+            lines.append(row(name, "not measured", "—", "—"))
+            continue
+        by_theory: dict[str, dict] = {}
+        for sz in ("reduced", "default"):
+            for x in entry.get(sz, {}).get("rows", []):
+                cell = by_theory.setdefault(x["theory"], {"description": x["description"]})
+                flag = "" if x.get("unmutated_holds", True) else " (unmutated fails)"
+                cell.setdefault(sz, {})[x["sign"]] = _pct(x["flips_at"]) + flag
+        for th, cell in by_theory.items():
+            def both(sz, cell=cell):
+                c = cell.get(sz)
+                return "not measured" if c is None else f"{c.get(-1, '—')} / {c.get(1, '—')}"
+            lines.append(row(name, f"{th} ({cell['description']})", both("reduced"), both("default")))
     return lines + [""]
 
 
