@@ -108,7 +108,7 @@ def sensitivity(check, *, sizes: str = "reduced", seeds=(0, 1, 2), backend: str 
         raise ValueError(f"sizes must be 'reduced' or 'default', got {sizes!r}")
     t0, rows = time.perf_counter(), []
     for th in check.theories:
-        params = {**(check.reduced if sizes == "reduced" else {}), **th.params}
+        params = {**(check.reduced if sizes == "reduced" else check.defaults()), **th.params}
         held = all(run_reduced(check, seed=int(x), backend=backend, params=params)["holds"] for x in seeds)
         for sign in (-1, +1):
             lo, hi = 0.0, None

@@ -1,0 +1,58 @@
+"""``stylized falsify --sensitivity``: the smallest relative theory error that flips a verdict is found and bracketed.
+
+A synthetic check measures a known value with a known tolerance, so the true threshold is known exactly:
+its verdict flips once the theory is off by more than ``tol`` relative to the measured value.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from stylized.falsify import sensitivity
+from stylized.options import Float
+from stylized.registry import Check, Option, Theory, scaled
+
+MEASURED = 2.0
+
+
+def theory(n):
+    """The synthetic theory: 2 at every ``n`` (a list in, an array out)."""
+    return np.full(len(n), MEASURED)
+
+
+def _run(params, *, seed, backend, progress):
+    th = theory([1, 2, 3])
+    ok = bool(np.all(np.abs(MEASURED - th) <= params["tol"] * MEASURED))
+    return {"holds": ok, "rows": [], "headline": {}}
+
+
+def _check(tol_default: float = 0.05) -> Check:
+    return Check(name="synthetic-power", claim="C0", statement="measured 2 vs theory 2", module=__name__,
+                 options=(Option("tol", tol_default, "relative tolerance", Float(0, 1, lo_open=True)),),
+                 run=_run, backends=("numpy", "numba"), reduced={"tol": 0.02},
+                 theories=(Theory("theory", "the constant 2", scaled(__name__, "theory")),))
+
+
+@pytest.mark.parametrize("sizes, tol", [("reduced", 0.02), ("default", 0.05)])
+def test_bracket_contains_the_true_threshold(sizes, tol):
+    r = sensitivity(_check(), sizes=sizes, seeds=(0,), backend="numpy")
+    assert [x["sign"] for x in r["rows"]] == [-1, 1]
+    for x in r["rows"]:
+        assert x["unmutated_holds"]
+        # the verdict flips when |2 − 2(1 ± e)| > tol·2, i.e. e > tol: the bracket holds it
+        assert x["holds_at"] <= tol < x["flips_at"]
+        assert x["flips_at"] / max(x["holds_at"], 1e-9) < 2.2  # refined below the grid's ~3× spacing
+
+
+def test_no_flip_within_the_grid_is_reported_as_none():
+    r = sensitivity(_check(), sizes="reduced", seeds=(0,), backend="numpy", grid=(0.001, 0.01))
+    assert all(x["flips_at"] is None and x["holds_at"] == 0.01 for x in r["rows"])
+
+
+def test_perturbation_is_undone_after_the_run():
+    with _check().theories[0].perturb(1.5):
+        assert np.allclose(sys.modules[__name__].theory([1]), 3.0)
+    assert np.allclose(theory([1]), MEASURED)
