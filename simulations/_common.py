@@ -1,4 +1,7 @@
-"""Shared pieces of the experiments: family options, plotting style, figure saving."""
+"""Shared pieces of the experiments: family options, limits, error-bar rows.
+
+Figures are drawn and saved through :mod:`stylized.plotting` (one theme, PNG and PDF); there is no second style here.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,6 @@ import dataclasses
 import functools
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -15,10 +17,9 @@ from stylized.families import FAMILY_NAMES, StepFamily, StepLaw, law_names, make
 from stylized.laws.registry import resolve_law
 from stylized.options import Float, Int, Spec
 from stylized.registry import Check, Option, add_validator
-from stylized.results import atomic_write
 
 __all__ = ["errorbar_rows", "LawChoice", "law_option", "law_at", "family_options", "family_from_params", "families_from_params", "validate_families",
-           "check_reference", "law_setting", "limits", "save_figure", "new_figure", "caption"]
+           "check_reference", "law_setting", "limits", "finite"]
 
 
 @dataclass(frozen=True)
@@ -279,34 +280,6 @@ def errorbar_rows(ax, x, rows: list[dict], floor: float | None = None, **kw):
     return ax.errorbar(x, est, yerr=[est - lo, hi - est], **kw)
 
 
-def new_figure(ncols: int = 1, width: float = 6.0, height: float = 4.2):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    sns.set_theme(style="whitegrid", context="notebook")
-    fig, axes = plt.subplots(1, ncols, figsize=(width * ncols, height), squeeze=False)
-    return fig, axes[0]
-
-
-def caption(fig, text: str) -> None:
-    fig.text(0.01, 0.005, text, fontsize=8, color="0.3", ha="left", va="bottom", wrap=True)
-
-
-def save_figure(fig, outdir: Path, name: str) -> Path:
-    """Save ``fig`` to ``outdir/name.png`` atomically and close it."""
-    import matplotlib.pyplot as plt
-
-    path = Path(outdir) / f"{name}.png"
-    try:
-        fig.tight_layout(rect=(0, 0.04, 1, 1))
-        atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=130, format="png"))  # no partial file left on failure
-    finally:
-        plt.close(fig)
-    return path
-
-
 def finite(x) -> np.ndarray:
+    """``x`` as floats with ``None`` → NaN."""
     return np.asarray([np.nan if v is None else v for v in x], dtype=float)

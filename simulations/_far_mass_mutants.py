@@ -15,7 +15,7 @@ from unittest import mock
 from stylized.families import LazyHaar, StepLaw
 from stylized.weight_laws import FarLaw
 
-__all__ = ["scaled_far_law", "wrap_model", "frozen_family", "estimated_mean_off", "ESTIMATED_PARAMS"]
+__all__ = ["scaled_far_law", "scaled_prediction", "wrap_model", "frozen_family", "estimated_mean_off", "ESTIMATED_PARAMS"]
 
 ESTIMATED_PARAMS = {
     "transfer": {"family": "cayley", "d": 5, "L": [128, 1024], "trials": 800, "target_n": 1, "lam": 6.0, "D": 8},
@@ -29,6 +29,18 @@ ESTIMATED_PARAMS = {
 def scaled_far_law(target: str, scale: float):
     """The far law with every far weight ``e^{λξ}`` multiplied by ``scale`` (its MGF off by that factor)."""
     return mock.patch(target, functools.partial(FarLaw, scale=scale))
+
+
+def scaled_prediction(module: str, key: str, factor: float):
+    """``module.predict_transfer`` (looked up at run time) with its prediction ``key`` (``rho``: ``E[ρ_D(L)]``,
+    ``alpha_target``: ``E[α_T(L)]``, ``alpha_renorm``: ``E[α̃_T]``) times ``factor``, the others kept."""
+    from stylized import growth
+
+    def predict(*a, **k):
+        p = growth.predict_transfer(*a, **k)
+        return {**p, key: p[key] * factor}
+
+    return mock.patch(f"{module}.predict_transfer", predict)
 
 
 def frozen_family(family):

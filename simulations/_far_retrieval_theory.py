@@ -32,7 +32,8 @@ from stylized.retrieval import (
 )
 from stylized.sampling import equal_energy_query
 
-__all__ = ["refusal", "window", "own_rule", "estimated_lengths", "overlap_rule", "far_rule", "mixed_rate", "law_theory", "rank_probability"]
+__all__ = ["refusal", "window", "own_rule", "estimated_lengths", "overlap_rule", "far_rule", "mixed_rate", "law_theory",
+           "rank_probability", "rank_times", "law_theory_times", "mixed_rate_times"]
 
 
 def refusal(law) -> str | None:
@@ -156,3 +157,39 @@ def law_theory(law, n: int, M: int, lam: float, ctrl: tuple, mixed: bool, est_ns
         t_rad.append(rule_radius(rule, top))
     raw = [float(wts @ pts**k) for k in (1, 2, 3)]
     return moments, m_rad, skewness(np.array(raw)), tops, t_rad
+
+
+# -- perturbations (the power of the check: ``Check.theories``) --------------------------------------------------
+def _prob_times(p: float | None, factor: float) -> float | None:
+    """A probability ``p`` times ``factor``, capped at 1 when raised (``None`` kept; 0 stays 0)."""
+    if p is None:
+        return None
+    return factor * p if factor <= 1 else min(1.0, factor * p)
+
+
+def rank_times(factor: float):
+    """``rank_theory`` with ``P(rank 1) = E[F_H(s_n)^M]`` times ``factor`` (capped at 1), its 95% radius kept."""
+    def rank(rule: OverlapRule, d: int, M: int) -> tuple[float, float]:
+        p, radius = rank_probability(rule, d, M)
+        return _prob_times(p, factor), radius
+    return rank
+
+
+def law_theory_times(orig, *, weight: float = 1.0, top: float = 1.0):
+    """``law_theory`` with the law of ``α_n`` scaled by ``weight`` (``E[α_n^k]·weightᵏ``: ``E[α_n]`` times ``weight``, the
+    predicted skewness behind the admission of a mean's row unchanged) and the top-logit probabilities
+    ``E[Π_{j≠n} F_H(s_n + (j − n)a)]`` times ``top`` (capped at 1); radii and the skewness of ``s_n`` kept."""
+    def theory(law, n, M, lam, ctrl, mixed, est_ns, W):
+        moments, m_rad, g_s, tops, t_rad = orig(law, n, M, lam, ctrl, mixed, est_ns, W)
+        moments = [np.asarray(m) * weight ** np.arange(1, len(m) + 1) for m in moments]
+        return moments, m_rad, g_s, [_prob_times(t, top) for t in tops], t_rad
+    return theory
+
+
+def mixed_rate_times(orig, factor: float):
+    """``mixed_rate`` with chance (the post-mixing rank-1 rate ``E[F_H(s)^M]``, ``1/(M+1)`` for an isotropic law) times
+    ``factor`` (capped at 1), its radius kept."""
+    def rate(law, M: int, W: float) -> tuple[float | None, float]:
+        p, radius = orig(law, M, W)
+        return _prob_times(p, factor), radius
+    return rate

@@ -42,7 +42,7 @@ from stylized.laws.contraction import Contraction
 from stylized.lse import lse_rounding_tol
 from stylized.montecarlo import check_positive_int
 from stylized.options import Float, Int, IntList
-from stylized.registry import Check, Mutant, Option, headline, patched, register
+from stylized.registry import Check, Mutant, Option, Theory, headline, patched, register, scaled
 from stylized.sampling import equal_energy_query
 
 from ._common import limits
@@ -245,10 +245,18 @@ def _off_by_one(d, beta, method="quad"):
     return _moments(d + 1, beta, method)
 
 
-def _mean_3pct(d, beta, method="quad"):
-    """Theory mutant: ``μ₁`` 3% off."""
-    mu, var = _moments(d, beta, method)
-    return 1.03 * mu, var
+def _moments_times(mean: float = 1.0, variance: float = 1.0):
+    """Theory mutant factory: ``(μ₁, σ₁²)`` times ``(mean, variance)``."""
+    def moments(d, beta, method="quad"):
+        mu, var = _moments(d, beta, method)
+        return mean * mu, variance * var
+
+    return moments
+
+
+def _perturb_moment(which: str):
+    """:attr:`Theory.perturb` of ``μ₁`` (``which = "mean"``) or ``σ₁²`` (``"variance"``)."""
+    return lambda factor: patched(__name__, "increment_moments", _moments_times(**{which: factor}))()
 
 
 MUTANTS = (
@@ -258,7 +266,14 @@ MUTANTS = (
            patched(__name__, "walk_log_norms", _frozen_walk)),
     Mutant("c² ~ Beta(½, d/2)", "theory: off-by-one dimension in the increment law",
            patched(__name__, "increment_moments", _off_by_one)),
-    Mutant("mean off 3%", "theory: μ₁ × 1.03", patched(__name__, "increment_moments", _mean_3pct)),
+    Mutant("mean off 3%", "theory: μ₁ × 1.03", patched(__name__, "increment_moments", _moments_times(mean=1.03))),
+)
+
+THEORIES = (
+    Theory("μ₁", "the per-step mean ½E log(1 − β(2−β)c²) of log||P_n k|| (the rows' theory n μ₁)", _perturb_moment("mean")),
+    Theory("σ₁²", "the per-step variance of log||P_n k|| (the rows' theory n σ₁²)", _perturb_moment("variance")),
+    Theory("M/(M+Ke^{2λ})", "the far-mass lower bound both laws' contexts must respect (it holds by construction: "
+           "|logits| ≤ λ)", scaled(__name__, "far_mass_lower_bound"), sides=(+1,)),
 )
 
 REDUCED = {"d": 16, "n": [8, 32, 128], "samples": 1000, "far_L": [64, 256], "far_trials": 4}
@@ -287,5 +302,6 @@ CHECK = register(limits(Check(
     extra={"order": 3},
     mutants=MUTANTS,
     reduced=REDUCED,
+    theories=THEORIES,
     validate=_validate,
 )))

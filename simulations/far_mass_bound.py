@@ -44,7 +44,7 @@ from stylized.farmass import (
 )
 from stylized.montecarlo import check_positive_int, progress
 from stylized.options import Float, Int
-from stylized.registry import Check, Mutant, Option, headline, register
+from stylized.registry import Check, Mutant, Option, Theory, headline, register
 
 from ._common import limits
 
@@ -126,36 +126,47 @@ def _bar(it, total, enabled):
 
 @sp.themed
 def plot(result: dict, outdir: Path) -> list[Path]:
-    """Left: random-trial ρ_D against the bound; right: adversarial gap ρ_D − bound against δ (log-log)."""
+    """Left: ρ_D against δ (log x) with the bound: the adversarial draws at their δ, the random trials at δ = 1 (the
+    same uniform logits), the extreme configuration at δ → 0 (the left edge); right: the gap ρ_D − bound against δ."""
     rows = result["rows"]
     main, adv = rows[0], [r for r in rows if str(r["variant"]).startswith("adversarial")]
     p = result["params"]
-    fig, (a1, a2) = sp.figure(1, 2, height=3.3)
-    rand = np.asarray(result["random_rho"])
-    a1.plot(np.arange(1, rand.size + 1), rand, "o", ms=4, label="random trials (logits U[−λ, λ])")
-    if adv:
-        a1.plot(np.full(len(adv), rand.size + 2), [r["estimate"] for r in adv], "s", ms=4, color="C3",
-                label="adversarial draws (δ → 0)")
-    a1.axhline(main["bound"], color="k", ls="--", lw=1.2, label=r"bound $M/(M + K e^{2\lambda})$")
-    a1.plot([rand.size + 4], [main["equality"]], "*", ms=12, color="C2", label=r"extreme config (near $+\lambda$, far $-\lambda$)")
-    a1.set_xlabel("trial index")
-    a1.set_ylabel(r"far mass $\rho_D$")
-    a1.set_title(r"C4: $\rho_D$ never falls below the bound")
-    a1.legend(loc="center left")
-    if adv:
-        d = np.array([r["delta"] for r in adv])
-        g = np.array([r["gap"] for r in adv])
-        pos = g > 0
-        a2.loglog(d[pos], g[pos], "o-", color="C3", label=r"$\rho_D$ − bound (adversarial)")
-        a2.loglog(d, d * g[-1] / d[-1], ":", color="0.4", label=r"$\propto \delta$ (reference)")
-        a2.set_xlabel(r"$\delta$ = band width / $2\lambda$")
-        a2.set_ylabel(r"gap $\rho_D$ − bound ($\geq 0$)")
-        a2.set_title("tightness: the gap closes at the corner")
-        a2.legend(loc="upper left")
-    sp.caption(fig, f"K={p['K']}, M={p['M']:,} (streamed, never materialised), λ={p['lam']}; {p['trials']} random trials, "
-                 f"{p['adversarial']} adversarial draws, seed {p['seed']}; bound {main['bound']:.6g}, "
-                 f"extreme config rel. diff {main['equality_rel_err']:.1e}; adversarial logits: near U[λ−2λδ, λ], far U[−λ, −λ+2λδ]")
-    return [sp.save(fig, Path(outdir) / NAME)]
+    with sp.theme():
+        fig, (a1, a2) = sp.figure(1, 2, height=3.1, sharex=bool(adv))
+        rand = np.asarray(result["random_rho"])
+        a1.plot(np.ones(rand.size), rand, "o", mfc="none", ms=5, color="C0",
+                label=f"random trials, δ = 1 (logits U[−λ, λ]; {rand.size})")
+        if adv:
+            d = np.array([r["delta"] for r in adv])
+            a1.plot(d, [r["estimate"] for r in adv], "s-", ms=3.5, lw=0.8, color="C3",
+                    label=r"adversarial draws at $\delta$")
+            a1.set_xscale("log")
+            a1.set_xlim(d.min() / 8, 4)
+        a1.axhline(main["bound"], color="k", ls="--", lw=1.0, label=r"bound $M/(M + K e^{2\lambda})$")
+        x0 = a1.get_xlim()[0] if adv else 0.0
+        a1.plot([x0], [main["equality"]], "*", ms=11, color="C2", clip_on=False, zorder=4,
+                label=r"extreme config ($\delta \to 0$: near $+\lambda$, far $-\lambda$)")
+        a1.set_ylim(min(main["bound"], main["equality"]) - 0.06, 1.04)
+        a1.set_xlabel(r"$\delta$ = band width / $2\lambda$")
+        a1.set_ylabel(r"far mass $\rho_D$")
+        a1.set_title(r"$\rho_D$ never falls below the bound")
+        a1.legend(loc="center right", fontsize=6.5)
+        if adv:
+            g = np.array([r["gap"] for r in adv])
+            pos = g > 0
+            a2.loglog(d[pos], g[pos], "s-", ms=3.5, lw=0.8, color="C3", label=r"$\rho_D$ − bound (adversarial)")
+            a2.loglog(d, d * g[-1] / d[-1], ":", color="0.4", label=r"$\propto \delta$ (reference)")
+            a2.set_xlabel(r"$\delta$ = band width / $2\lambda$")
+            a2.set_ylabel(r"gap $\rho_D$ − bound ($\geq 0$)")
+            a2.set_title("tightness: the gap closes at the corner")
+            a2.legend(loc="upper left")
+        else:
+            a2.set_axis_off()
+        sp.caption(fig, f"C4. K={p['K']}, M={p['M']:,} (streamed, never materialised), λ={p['lam']}; {p['trials']} random "
+                        f"trials, {p['adversarial']} adversarial draws δ = 2^−k, seed {p['seed']}; bound {main['bound']:.6g}, "
+                        f"extreme config rel. diff {main['equality_rel_err']:.1e}; adversarial logits: near U[λ−2λδ, λ], "
+                        "far U[−λ, −λ+2λδ] (δ = 1: the random trials' law; δ → 0: the extreme configuration)")
+        return [sp.save(fig, Path(outdir) / NAME)]
 
 
 def _wrong_bound(factor: float = 1.0, exponent: float = 2.0):
@@ -210,4 +221,7 @@ CHECK = register(limits(Check(
                "violated)", patch=lambda: _logits_past_lambda(1.05)),
     ),
     reduced={"M": 10**5, "trials": 8, "adversarial": 20},
+    theories=(Theory("M_L/(M_L+Ke^{2λ})", "the bound, which the extreme configuration must attain (so an error of "
+                     "either sign flips it: raised, the corner falls below it; lowered, it is no longer attained)",
+                     lambda factor: _wrong_bound(factor=factor)),),
 )))

@@ -49,7 +49,7 @@ from stylized.farmass import CONTROLS, GrowthModel, growth_trials, horizon_trial
 from stylized.growth import horizon_crossing, mean_near_sum, predict_growth, ratio_of_means, wald_horizon
 from stylized.montecarlo import check_positive_int, progress
 from stylized.options import Choice, Choices, Float, FloatList, Int, IntList
-from stylized.registry import Check, Mutant, Option, headline, register
+from stylized.registry import Check, Mutant, Option, Theory, headline, patched, register, scaled
 from stylized.weight_laws import FarLaw, estimate_radius, near_chain
 
 from ._common import family_from_params, family_options, limits
@@ -311,6 +311,23 @@ def _target_only_horizon():
     return mock.patch(f"{__name__}.wald_horizon", lambda EN, far, D: growth.wald_horizon(math.exp(far.lam), far, D))
 
 
+def _prediction_times(factor: float):
+    """:attr:`Theory.perturb` of ``E[ρ_D(L)]``: every control's predicted curve times ``factor``."""
+    orig = predict_growth
+
+    def times(*args, **kwargs):
+        return {c: (p * factor, kind) for c, (p, kind) in orig(*args, **kwargs).items()}
+
+    return patched(__name__, "predict_growth", times)()
+
+
+THEORIES = (
+    Theory("E[ρ_D(L)]", "the predicted mean far mass of every control at every L (far law ₀F₁ and the near chain)",
+           _prediction_times),
+    Theory("L_1/2 (Wald)", "the predicted mean first crossing D + (E N + E X²/(2μ))/μ", scaled(__name__, "wald_horizon")),
+)
+
+
 CHECK = register(limits(Check(
     name=NAME,
     claim="C4",
@@ -343,4 +360,5 @@ CHECK = register(limits(Check(
     mutants=MUTANTS,
     reduced={"d": 16, "lam": 5.0, "D": 4, "L": [16, 64, 256, 1024, 4096], "L_sim": 1024, "L_train": 64, "trials": 80,
              "horizon_lam": [3.0, 5.0], "horizon_trials": 80},
+    theories=THEORIES,
 )))

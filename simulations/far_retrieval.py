@@ -57,7 +57,7 @@ from stylized.estimators import bonferroni_level, mean_ci, proportion_ci
 from stylized.families import SO2Uniform
 from stylized.montecarlo import check_positive_int
 from stylized.options import Choices, Float, Int, IntList
-from stylized.registry import Check, Mutant, Option, headline, patched, register
+from stylized.registry import Check, Mutant, Option, Theory, headline, patched, register, scaled
 from stylized.retrieval import (
     CONTROLS,
     RetrievalControl,
@@ -75,9 +75,12 @@ from ._far_retrieval_plot import plot
 from ._far_retrieval_theory import (
     estimated_lengths,
     law_theory,
+    law_theory_times,
     mixed_rate,
+    mixed_rate_times,
     overlap_rule,
     rank_probability,
+    rank_times,
     refusal,
     window,
 )
@@ -359,13 +362,13 @@ def _window_prop_L(family, q, n, lam, M, L_train):
     return expected_score(family, q, n, lam, exponent=np.asarray(n, float) * L_train / (M + 1))
 
 
-def _rank_low(rule, d, M):
-    p, radius = rank_probability(rule, d, M)
-    return 0.97 * p, radius
-
-
 def _patch(name: str, new):
     return patched(__name__, name, new)
+
+
+def _perturb(name: str, make):
+    """A :attr:`Theory.perturb`: the module's ``name`` replaced by ``make(orig, factor)`` (``orig`` the current one)."""
+    return lambda factor: patched(__name__, name, make(globals()[name], factor))()
 
 
 MUTANTS = (
@@ -378,7 +381,7 @@ MUTANTS = (
     Mutant("control-removed", "model: ALiBi and the forget gate dropped from the simulated logits",
            _patch("model_control", _no_control)),
     Mutant("window-prop-L", "theory: a window ∝ L, χ_b^{n·L_train/(M+1)}", _patch("score_theory", _window_prop_L)),
-    Mutant("rank-law-3pct-low", "theory: P(rank 1) = 0.97·E[F_H(s_n)^M]", _patch("rank_theory", _rank_low)),
+    Mutant("rank-law-3pct-low", "theory: P(rank 1) = 0.97·E[F_H(s_n)^M]", _patch("rank_theory", rank_times(0.97))),
     Mutant("skip-every-10th-step", "model: every 10th step of each route is the identity (s_n is s_{n−⌊n/10⌋})",
            _patch("passkey_chains", _skip_every_10th)),
     Mutant("estimated-mean-3pct-low", "theory: the estimated E[M] of cayley 3% low in λ qᵀE[M]ⁿq (estimated path)",
@@ -421,4 +424,17 @@ CHECK = register(limits(Check(
     # step (the score at n = 10) are caught; M = 1024 keeps the work of the former M = 4096, 300 contexts
     reduced={"d": 16, "M": 1024, "n": [1, 4, 10, 16, 64, 256, 1024], "trials": 1500},
     validate=_validate,
+    theories=(
+        Theory("λqᵀE[M]ⁿq", "the mean passkey score E[λs_n] at every n ≥ 1 (the non-mixing floor, reported only, kept)",
+               scaled(__name__, "score_theory")),
+        Theory("E[F_H(s_n)^M]", "P(rank 1), the passkey's top content score (raised values capped at 1); chance and "
+               "the top-logit rates kept", lambda f: _patch("rank_theory", rank_times(f))()),
+        Theory("E[Π_{j≠n} F_H(s_n + (j−n)a)]", "P(top logit) under ALiBi and the forget gate (capped at 1; 0 past n ≥ 2/a "
+               "stays 0)", _perturb("law_theory", lambda orig, f: law_theory_times(orig, top=f))),
+        Theory("E[α_n]", "the Laplace form of the passkey's weight, its law scaled (E[α_n^k]·factorᵏ: the mean times "
+               "factor, the predicted skewness behind a row's admission kept)",
+               _perturb("law_theory", lambda orig, f: law_theory_times(orig, weight=f))),
+        Theory("E[F_H(s)^M], mixed", "chance: the post-mixing rank-1 rate (1/(M+1) for an isotropic law) that mixed routes "
+               "must meet and non-mixing planes must exceed; the rows' own theory kept", _perturb("mixed_rate", mixed_rate_times)),
+    ),
 )))

@@ -52,12 +52,13 @@ from stylized.estimators import proportion_ci
 from stylized.families import StepLaw
 from stylized.montecarlo import check_positive_int
 from stylized.options import FloatList, Int
-from stylized.registry import Check, Mutant, Option, headline, patched, register
+from stylized.registry import Check, Mutant, Option, Theory, headline, patched, register
 from stylized.sampling import equal_energy_query
 from stylized.score_chains import score_chains
 from stylized.score_laws import HaarCoordinate, estimated_far_score_law, far_score_law
 
 from ._common import check_reference, family_from_params, family_options, law_option, law_setting, limits
+from ._score_law_mutants import scaled_law
 
 NAME = "haar-law"
 CHUNK = 4096  # trials per kernel call
@@ -324,4 +325,11 @@ CHECK = register(limits(Check(
     extra={"order": 0, "needs": ("orthogonal",)},
     mutants=MUTANTS,
     reduced={"d": 16, "trials": 40000, "t": [0.2, 0.4, 0.6, 0.7]},
+    theories=(
+        Theory("F_s", "the post-mixing law of s = qᵀP_n k (Haar coordinate (1+s)/2 ~ Beta((d−1)/2, (d−1)/2), uniform phases "
+               "Σ_b a_b cos U_b) in scale: its CDF F(x/factor) in the KS test and its tail P(s ≥ t/factor); the bound and "
+               "the unmixed atom kept", lambda f: scaled_law(__name__, s_factor=f)),
+        Theory("exp(−d t²/2), exp(−t²/(2Σa_b²))", "the Lévy / Hoeffding tail bound in scale, B(t/factor)",
+               lambda f: scaled_law(__name__, bound_factor=f), sides=(-1,)),
+    ),
 )))

@@ -38,7 +38,7 @@ from stylized.laws.base import StepLaw
 from stylized.laws.markov_tokens import MarkovTokens, markov_tokens, zipf_law
 from stylized.montecarlo import check_positive_int
 from stylized.options import Float, FloatList, Int, IntList
-from stylized.registry import Check, Mutant, Option, headline, patched, register
+from stylized.registry import Check, Mutant, Option, Theory, headline, patched, register
 from stylized.sampling import equal_energy_query
 
 from ._common import limits
@@ -273,6 +273,23 @@ MUTANTS = (
 
 REDUCED = {"d": 8, "switch": [0.1], "n": [0, 1, 2, 3, 5, 10, 20, 50], "trials": 2000}
 
+
+def _overlap_times(factor: float):
+    """:attr:`Theory.perturb` of the twisted-operator value: ``E[qᵀP_n q]`` times ``factor`` at every ``n ≥ 1``
+    (``n = 0`` is ``qᵀq`` by definition)."""
+    orig = theory_overlap
+
+    def times(law, q, ns):
+        return orig(law, q, ns) * np.where(np.atleast_1d(np.asarray(ns)) > 0, factor, 1.0)
+
+    return _patch("theory_overlap", times)()
+
+
+THEORIES = (
+    Theory("Σ_b w_b Re π D_b (T D_b)^{n−1} 1", "the exact E[qᵀP_n q] of the Markov-driven walk at n ≥ 1 (the windows "
+           "⌈ln ε/ln ρ(T D_b)⌉ are theory only, not in the verdict)", _overlap_times),
+)
+
 CHECK = register(limits(Check(
     name=NAME,
     claim="C1",
@@ -299,5 +316,6 @@ CHECK = register(limits(Check(
     extra={"order": 5},
     mutants=MUTANTS,
     reduced=REDUCED,
+    theories=THEORIES,
     validate=_validate,
 )))

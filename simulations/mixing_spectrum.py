@@ -41,7 +41,7 @@ from stylized.families import RopeRandom
 from stylized.montecarlo import check_positive_int
 from stylized.montecarlo import progress as _progress
 from stylized.options import Float, Int
-from stylized.registry import Check, Mutant, Option, headline, patched, register
+from stylized.registry import Check, Mutant, Option, Theory, headline, patched, register, scaled
 from stylized.sampling import sample_steps
 from stylized.scores import first_crossing, so2_pair_correlation
 
@@ -202,9 +202,15 @@ def _windows_all_mix_in_training(fam: RopeRandom, eps: float, L_train: int, L_ev
     return np.minimum(fam.plane_windows(eps), L_train)
 
 
-def _windows_chi_3pct_low(fam: RopeRandom, eps: float, L_train: int, L_eval: int) -> np.ndarray:
-    """Theory mutant: ``χ_b`` 3% low, ``⌈ln ε / ln(0.97·sinc ω_b)⌉``."""
-    return np.ceil(np.log(eps) / np.log(0.97 * np.sinc(fam.omegas / np.pi)))
+def _windows_chi_times(factor: float):
+    """Theory mutant factory: ``χ_b`` times ``factor``, ``⌈ln ε / ln(factor·sinc ω_b)⌉`` (``∞`` where
+    ``factor·χ_b ≥ 1``: a plane that would never decorrelate)."""
+    def windows(fam: RopeRandom, eps: float, L_train: int, L_eval: int) -> np.ndarray:
+        chi = factor * np.sinc(fam.omegas / np.pi)
+        with np.errstate(divide="ignore"):
+            return np.where(chi < 1.0, np.ceil(np.log(eps) / np.log(np.minimum(chi, 1.0))), np.inf)
+
+    return windows
 
 
 def _windows_grow_with_L(fam: RopeRandom, eps: float, L_train: int, L_eval: int) -> np.ndarray:
@@ -233,7 +239,7 @@ def _patch(name: str, new):
 MUTANTS = (
     Mutant("non-mixing planes mix", "theory: every plane counted as mixing within L_train, min(W_b, L_train)",
            _patch("plane_windows", _windows_all_mix_in_training)),
-    Mutant("χ 3% low", "theory: ⌈ln ε / ln(0.97·sinc ω_b)⌉", _patch("plane_windows", _windows_chi_3pct_low)),
+    Mutant("χ 3% low", "theory: ⌈ln ε / ln(0.97·sinc ω_b)⌉", _patch("plane_windows", _windows_chi_times(0.97))),
     Mutant("window ∝ L", "theory: W_b·L_eval/L_train, a window that grows with the context",
            _patch("plane_windows", _windows_grow_with_L)),
     Mutant("RoPE (fixed angles)", "model: θ_{t,b} = ω_b at every token, P_n = R(nω) never decorrelates",
@@ -243,6 +249,12 @@ MUTANTS = (
 )
 
 REDUCED = {"d": 32, "L_eval": 8192, "chains": 16}
+
+THEORIES = (
+    Theory("χ_b = sinc ω_b", "the per-plane mean of the step (|E e^{iθ_b}|), from which every window follows",
+           lambda factor: _patch("plane_windows", _windows_chi_times(factor))()),
+    Theory("W_b(ε)", "the closed-form window ⌈ln ε/ln sinc ω_b⌉ itself, every plane", scaled(__name__, "plane_windows")),
+)
 
 CHECK = register(limits(Check(
     name=NAME,
@@ -268,4 +280,5 @@ CHECK = register(limits(Check(
     extra={"order": 1},
     mutants=MUTANTS,
     reduced=REDUCED,
+    theories=THEORIES,
 )))

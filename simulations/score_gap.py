@@ -48,7 +48,6 @@ with ``--far-n`` below the window the tails and gaps disagree with the law and i
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -60,12 +59,13 @@ from stylized.families import StepLaw
 from stylized.montecarlo import check_positive_int
 from stylized.montecarlo import progress as montecarlo_progress
 from stylized.options import Float, FloatList, Int, IntList
-from stylized.registry import Check, Mutant, Option, patched, register
+from stylized.registry import Check, Mutant, Option, Theory, patched, register, scaled
 from stylized.sampling import equal_energy_query
 from stylized.score_chains import score_chains
 from stylized.score_laws import estimated_far_score_law, far_score_law, max_mgf_bound
 
 from ._common import check_reference, family_options, law_at, law_option, law_setting, limits
+from ._score_law_mutants import ScaledLaw, scaled_law
 
 NAME = "score-gap"
 CHUNK = 16  # contexts per kernel call (memory CHUNK·(far_n + M_max) floats)
@@ -351,39 +351,6 @@ def _static_steps(family, N, size, seed, q, backend):
     return out
 
 
-class _ScaledLaw:
-    """The right law with its moment generating function ``mgf_factor`` times too large, and its dimension
-    (a Haar-coordinate law: ``d + d_shift``) or its amplitudes (uniform phases: ``1 − 0.025·d_shift`` times)
-    off: the wrong theory.  Its concentration bound stays the right law's."""
-
-    def __init__(self, law, mgf_factor=1.0, d_shift=0):
-        self._right = law
-        if d_shift and hasattr(law, "d"):
-            law = replace(law, d=law.d + d_shift)
-        elif d_shift and hasattr(law, "a"):
-            law = replace(law, a=tuple(np.asarray(law.a) * (1.0 - 0.025 * d_shift)))
-        self._law, self._f = law, mgf_factor
-
-    def __getattr__(self, name):  # name, theory_kind, sf, sf_interval, …: the (shifted) law's
-        return getattr(self._law, name)
-
-    def tail_bound(self, t):
-        return self._right.tail_bound(t)
-
-    def mgf(self, lam):
-        return self._f * self._law.mgf(lam)
-
-    def log_mgf(self, lam):
-        return math.log(self._f) + self._law.log_mgf(lam)
-
-    def mgf_interval(self, lam):
-        lo, hi = self._law.mgf_interval(lam)
-        return self._f * lo, self._f * hi
-
-    def log_mgf_upper(self, lam):
-        return math.log(self._f) + self._law.log_mgf_upper(lam)
-
-
 def _mean_off(factor: float):
     """``theory_mean`` of a law without a closed form, ``factor`` times its estimate (a wrong ``E[M]``)."""
     def theory_mean(self):
@@ -395,6 +362,12 @@ def _patch(name: str, new):
     return patched(__name__, name, new)
 
 
+def _near_times(factor: float):
+    """:attr:`Theory.perturb` of ``near_theory``: ``qᵀE[M]ⁿq`` times ``factor`` at ``n ≥ 1`` (``n = 0``: ``qᵀq``)."""
+    orig = near_theory
+    return _patch("near_theory", lambda f, q, n: orig(f, q, n) * (factor if n > 0 else 1.0))()
+
+
 CAYLEY = {"family": ["cayley"], "d": [16], "M": [64, 1024], "trials": 32, "trials_near": 4000}
 """Sizes of the cayley mutants (the unmutated check holds there too: tests/test_score_checks.py)."""
 
@@ -404,9 +377,9 @@ MUTANTS = (
            _patch("far_chains", _static_steps)),
     Mutant("far-n-below-window", "far keys start at route length 4, below the window W(0.01)", params={"far_n": 4}),
     Mutant("mgf-3pct", "theory: the moment generating function E[e^(λs)] 3% too high",
-           _patch("far_score_law", lambda f, q, k: _ScaledLaw(laws.far_score_law(f, q, k), mgf_factor=1.03))),
+           _patch("far_score_law", lambda f, q, k: ScaledLaw(laws.far_score_law(f, q, k), mgf_factor=1.03))),
     Mutant("law-d-plus-2", "theory: Haar law of dimension d+2 (SO(2): amplitudes 5% low)",
-           _patch("far_score_law", lambda f, q, k: _ScaledLaw(laws.far_score_law(f, q, k), d_shift=2))),
+           _patch("far_score_law", lambda f, q, k: ScaledLaw(laws.far_score_law(f, q, k), d_shift=2))),
     Mutant("near-one-step-more", "theory: near target compared with qᵀE[M]^(n+1)q",
            _patch("near_theory", lambda f, q, n: float(q @ f.mean_power(n + 1) @ q))),
     Mutant("cayley-mean-3pct", "cayley (no closed-form E[M]): the estimated theory mean E[M] 3% too large",
@@ -444,4 +417,16 @@ CHECK = register(limits(Check(
     extra={"order": 1, "needs": ("orthogonal",)},
     mutants=MUTANTS,
     reduced={"d": [16, 64], "trials": 64, "M": [64, 1024, 16384], "trials_near": 1000},
+    theories=(
+        Theory("P(s ≥ t)", "the post-mixing law's tail (Haar coordinate / uniform phases) in scale, P(s ≥ t/factor); its "
+               "MGF and bound kept", lambda f: scaled_law(__name__, s_factor=f)),
+        Theory("exp(−d t²/2), exp(−t²/(2Σa_b²))", "the Lévy / Hoeffding tail bound in scale, B(t/factor)",
+               lambda f: scaled_law(__name__, bound_factor=f), sides=(-1,)),
+        Theory("E[e^{λs}]", "₀F₁(; d/2; λ²/4) / Π_b I₀(λa_b) times factor: the per-token weight's theory and, through "
+               "ln E e^{βs}, the gap bound", lambda f: scaled_law(__name__, mgf_factor=f)),
+        Theory("qᵀE[M]ⁿq", "the near E[qᵀP_n q] at n ≥ 1, and c_near = qᵀE[M]^{n_t}q in the weight and the gap bound; "
+               "n = 0 is qᵀq", _near_times),
+        Theory("min_β (ln M + ln E e^{βs})/β", "the bound on E[max_far s] behind the gap's lower bound "
+               "λ(c_near − ·) (c_near kept)", scaled(__name__, "max_mgf_bound"), sides=(-1,)),
+    ),
 )))

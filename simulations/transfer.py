@@ -52,7 +52,7 @@ from stylized.growth import predict_transfer
 from stylized.montecarlo import check_positive_int
 from stylized.montecarlo import progress as _progress
 from stylized.options import Float, Int, IntList
-from stylized.registry import Check, Mutant, Option, headline, register
+from stylized.registry import Check, Mutant, Option, Theory, headline, register
 from stylized.sampling import XP_CHUNK_ELEMENTS, equal_energy_query
 from stylized.weight_laws import FarLaw
 
@@ -245,6 +245,8 @@ def _hists(xs: dict) -> dict:
 @sp.themed
 def plot(result: dict, outdir: Path) -> list[Path]:
     """Left: runner-up position per L.  Middle: renormalised target weight per L.  Right: near mass and α_T vs L."""
+    from matplotlib.ticker import NullLocator
+
     p = result["params"]
     Ls_all = sorted({r["L"] for r in result["rows"]})
     fig, axd = sp.mosaic([["runner", "runner"], ["target", "norm"]], height=5.6)
@@ -259,7 +261,7 @@ def plot(result: dict, outdir: Path) -> list[Path]:
                 label=f"L = {int(L):,} (bars: 95% CI)")
     ax1.set_xlabel(rf"route length $n$ of the runner-up (near window $n < D$; $n = {p['target_n']}$ is the target)")
     ax1.set_ylabel("fraction of contexts")
-    ax1.set_title(f"C4: runner-up position does not depend on L (χ² permutation p = {t['chi2_runner_up_perm']['pvalue']:.2g})")
+    ax1.set_title(f"C3: runner-up position does not depend on L (χ² permutation p = {t['chi2_runner_up_perm']['pvalue']:.2g})")
     ax1.legend(loc="upper right", ncol=2)
     ax1.set_ylim(top=1.3 * ax1.get_ylim()[1])
     h = result["hist_target"]
@@ -283,16 +285,18 @@ def plot(result: dict, outdir: Path) -> list[Path]:
         lo = np.array([1 - r["ci_joint_high"] if flip else r["ci_joint_low"] for r in rs])
         hi = np.array([1 - r["ci_joint_low"] if flip else r["ci_joint_high"] for r in rs])
         ax3.errorbar(Ls_all, est, yerr=[est - lo, hi - est], fmt="o", ms=4, capsize=3, color=col, label=f"{label}: measured")
-        ax3.plot(Ls_all, [1 - r["theory"] if flip else r["theory"] for r in rs], "_", ms=14, mew=1.6, color=col,
-                 label=f"{label}: predicted")
+        ax3.plot(Ls_all, [1 - r["theory"] if flip else r["theory"] for r in rs], "--", marker="_", ms=14, mew=1.6,
+                 lw=0.8, color=col, label=f"{label}: predicted")
     ax3.set_xscale("log", base=2)
-    ax3.set_xlim(Ls_all[0] / 2, Ls_all[-1] * 2)
+    ax3.set_xlim(Ls_all[0] / 1.6, Ls_all[-1] * 1.6)
+    ax3.set_xticks(Ls_all, [f"{L:,}" for L in Ls_all])
+    ax3.xaxis.set_minor_locator(NullLocator())
     ax3.set_yscale("log")
     ax3.set_xlabel("context length L (tokens)")
     ax3.set_ylabel("attention weight (joint intervals)")
     pw = t["welch_far_mass"]["pvalue"]
     ax3.set_title(f"the normaliser grows with L\n(Welch p {'= ' + format(pw, '.2g') if pw > 0 else '< 1e-300'})")
-    ax3.legend(loc="center")
+    ax3.legend(loc="lower left", fontsize=6.5)
     sp.caption(fig, f"{p['family']}, d={p['d']}, λ={p['lam']:g}, D={p['D']}, target key = q at n={p['target_n']}, "
                  f"other keys uniform; {p['trials']} contexts per L, seed {p['seed']}; right: joint 95% intervals, bars: predicted")
     return [sp.save(fig, Path(outdir) / NAME)]
@@ -356,6 +360,14 @@ def _far_mgf(scale: float):
     return scaled_far_law(f"{__name__}.FarLaw", scale)
 
 
+def _prediction(key: str):
+    """:attr:`Theory.perturb` of one prediction of :func:`~stylized.growth.predict_transfer` (``rho``, ``alpha_target``,
+    ``alpha_renorm``): that one times ``factor``."""
+    from ._far_mass_mutants import scaled_prediction
+
+    return lambda factor: scaled_prediction(__name__, key, factor)
+
+
 CHECK = register(limits(Check(
     name=NAME,
     claim="C3",
@@ -388,4 +400,16 @@ CHECK = register(limits(Check(
                "with L", patch=_log_scaled_logits),
     ),
     reduced={"L": [512, 4096], "trials": 300},
+    theories=(
+        Theory("ρ_D(L)", "the predicted far mass E[F/(F+N)] at every L; α_T, α̃_T and the lower bound (reported only) kept",
+               _prediction("rho")),
+        Theory("α_T(L)", "the predicted absolute target weight E[Y/(F+N)] at every L; ρ_D, α̃_T kept",
+               _prediction("alpha_target")),
+        Theory("α̃_T", "the predicted renormalised target weight E[Y/N] (no L in it); ρ_D, α_T kept",
+               _prediction("alpha_renorm")),
+        Theory("μ", "the far law's MGF μ = E e^{λξ} = ₀F₁(; d/2; λ²/4) (every far weight times factor) in all three "
+               "predictions", _far_mgf),
+        Theory("E[M], estimated", "cayley, d = 5: the estimated E[M] = (1 − γ)I behind the target's transport chain "
+               "(M₁₁ times factor in the one-step overlap law)", _estimated_mean_off, params=_estimated_params(NAME)),
+    ),
 )))

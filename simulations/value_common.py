@@ -17,6 +17,7 @@ in the row (``theory_radius``, ``plugin_radius``) and every comparison widened b
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from unittest import mock
 
 import numpy as np
@@ -29,7 +30,7 @@ from stylized.estimators import mean_ci
 from stylized.families import StepFamily
 from stylized.montecarlo import check_positive_int, progress
 from stylized.options import Choice, Float, Int
-from stylized.registry import Mutant, Option
+from stylized.registry import Mutant, Option, Theory
 from stylized.value_theory import (
     coherent_sum,
     correlation_pairs,
@@ -47,7 +48,8 @@ from ._common import finite
 __all__ = ["COLORS", "check_common", "check_law", "check_laws", "equals_theory", "zero_excess", "pooled_level", "theory_scaled",
            "mean_scaled", "far_counts", "energy_rows", "row_theory", "judge", "label",
            "verdict_key", "passed", "energy_panel", "caption_params", "with_default", "OPT_D", "OPT_W", "OPT_LAM", "OPT_KA", "OPT_NOISE",
-           "no_transport", "chi_scaled_theory", "chi_scaled_pairs", "asymptote_theory", "repeated_steps"]
+           "no_transport", "chi_scaled_theory", "chi_scaled_pairs", "asymptote_theory", "repeated_steps",
+           "one_source", "level_theory", "halving_bound"]
 
 COLORS = {"qk": "tab:red", "qkv": "tab:blue", "qkv-indep": "tab:green"}
 LEVEL = 0.95
@@ -233,19 +235,24 @@ def judge(tests: list[tuple], level: float = LEVEL) -> tuple[int, int]:
     return n_ok, len(tests)
 
 
+_SPREAD = 1e-9  # relative half-width below which a row counts as exact (rounding), not as a sample
+
+
 def pooled_level(rows: list[dict], field: str = "estimate") -> dict | None:
     """The level of a theory pooled over independent rows: ``δ = Σ_i w_i δ_i / Σ_i w_i`` with ``w_i = 1/se(δ_i)²``.
 
     ``field="estimate"``: ``δ_i = estimate_i/theory_i − 1`` (rows with a ``theory``); ``"excess"``:
     ``δ_i = excess_i/plugin_i`` (the paired excess over the plug-in ``ᾱᵀCᾱ``, relative).  Its theory is ``0``;
     ``theory_radius`` pools the rows' relative radii the same way (an estimated ``E[M]``).  A row is a
-    pseudo-row for :func:`judge` (``n_samples`` the smallest row's); ``None`` when no row has spread
-    (those rows are exact and tested one by one).
+    pseudo-row for :func:`judge` (``n_samples`` the smallest row's); ``None`` when no row has spread above
+    rounding (relative half-width ≤ 10⁻⁹: those rows are exact and tested one by one).
     """
     ref = "theory" if field == "estimate" else "plugin"
     hi_k = "ci_high" if field == "estimate" else f"{field}_ci_high"
     rad_k = "theory_radius" if field == "estimate" else "plugin_radius"
-    use = [r for r in rows if r.get(ref) and r[hi_k] > r[field]]
+    # spread above rounding: a row whose interval is rounding-sized (an exact row, e.g. M = 1) is tested on
+    # its own; pooled, its weight 1/se² would swamp every real row
+    use = [r for r in rows if r.get(ref) and r[hi_k] - r[field] > _SPREAD * abs(r[ref])]
     if not use:
         return None
     th = np.array([r[ref] for r in use], float)
@@ -370,9 +377,10 @@ def repeated_steps(draw):
     return drawn
 
 
-def theory_scaled(target: str, factor: float):
+def theory_scaled(target: str, factor: float, *, keep: Callable[..., bool] | None = None):
     """Wrong theory: the function at ``target`` (``module.name``) with its value (each entry of a tuple) times
-    ``factor``: a few-percent error in a theory's level (a :attr:`Mutant.patch`)."""
+    ``factor``: a few-percent error in a theory's level (a :attr:`Mutant.patch`; ``theory_scaled(t, f)()`` is a
+    :attr:`Theory.perturb`).  A call where ``keep(*args, **kwargs)`` is true keeps its value (fixed by definition)."""
     import importlib
 
     mod, _, name = target.rpartition(".")
@@ -382,9 +390,31 @@ def theory_scaled(target: str, factor: float):
 
         def scaled(*args, **kwargs):
             out = orig(*args, **kwargs)
+            if keep is not None and keep(*args, **kwargs):
+                return out
             return tuple(factor * x for x in out) if isinstance(out, tuple) else factor * out
         return mock.patch(target, scaled)
     return patch
+
+
+def one_source(pos: int) -> Callable[..., bool]:
+    """A ``keep`` for :func:`theory_scaled`: the call whose far count ``M`` (positional ``pos``, or ``M=``) is 1.
+    One far source is coherent by definition: ``r(1) = ||P b||²/||b||² = 1``, ``ᾱᵀCᾱ = C_00 = 1``."""
+    return lambda *a, **k: int(k["M"] if "M" in k else a[pos]) == 1
+
+
+def level_theory(name: str, description: str, target: str, *, m_arg: int | None = None,
+                 params: dict | None = None) -> Theory:
+    """A :class:`Theory` whose ``perturb(f)`` is :func:`theory_scaled` of ``target`` by ``f`` (``m_arg``: the position of
+    ``M``; ``M = 1`` left alone, :func:`one_source`)."""
+    keep = None if m_arg is None else one_source(m_arg)
+    return Theory(name, description, lambda f: theory_scaled(target, f, keep=keep)(), params=params or {})
+
+
+def halving_bound(qk: float) -> float:
+    """The bound a transported far energy must stay below at the largest ``M``: ``½ r_QK`` (a :class:`Theory` scales
+    it where the check's module looks it up)."""
+    return 0.5 * qk
 
 
 def mean_scaled(factor: float):

@@ -30,7 +30,7 @@ from scipy import stats
 
 from stylized import plotting as sp
 from stylized.options import Int, IntList
-from stylized.registry import Check, Mutant, Option, headline, register
+from stylized.registry import Check, Mutant, Option, Theory, headline, patched, register
 from stylized.value_theory import coherent_sum, correlation_pairs
 
 from ._common import family_from_params, family_options, limits
@@ -53,8 +53,10 @@ from .value_common import (
     energy_rows,
     equals_theory,
     far_counts,
+    halving_bound,
     judge,
     label,
+    level_theory,
     mean_scaled,
     passed,
     pooled_level,
@@ -96,7 +98,7 @@ def run_incoherence(params: dict, *, seed: int, backend: str, progress: bool = T
                                                                       if ka == 0.0 else None)
     if level is not None:  # the level pooled over M: a few-percent theory error shows at small sizes
         tests.append((level, "estimate", "equals", 0.0, level.get("theory_radius", 0.0)))
-    tests.append((qkv, "estimate", "below", 0.5 * qk["estimate"]))  # transport at least halves the far energy
+    tests.append((qkv, "estimate", "below", halving_bound(qk["estimate"])))  # transport at least halves the far energy
     n_pass, n_tests = judge(tests)
     label(rows)
     chi_txt = (f"χ={np.real(fam.chi()).mean():.4g} (plane mean)" if fam.planes else
@@ -258,6 +260,30 @@ def plot_scaling(result: dict, outdir: Path) -> list[Path]:
 # registration
 # ---------------------------------------------------------------------------------------
 _THEORY = "simulations.value_common.qkv_interference_theory"
+_PLUGIN = "stylized.values._plugin"
+
+# the exact finite-M QKV value, scaled at M ≥ 2 (M = 1: r(1) = 1 by orthogonality)
+_R_EXACT = level_theory(
+    "r_QKV(M)", "the exact finite-M QKV value (1/M²)Σ_{j,k} b̂ᵀE[M]^{|j−k|}b̂ (+σ²d/(M||b||²)) × factor at every M ≥ 2 "
+    "(M = 1 is 1 by orthogonality; QK-only's 1 and the sampled energies left alone)", _THEORY, m_arg=2)
+
+
+def _halving_times(factor: float):
+    """:attr:`Theory.perturb` of the bound: ``½ r_QK`` (QKV must stay below it at the largest ``M``) times ``factor``."""
+    return theory_scaled("simulations.value_incoherence.halving_bound", factor)()
+
+
+def _qk_noise_times(factor: float):
+    """:attr:`Theory.perturb` of QK-only's exact level ``1 + σ²d/(M||b||²)``: its noise term times ``factor`` (the 1,
+    ``ρ_D b`` from weights summing to 1, is fixed by definition)."""
+    import simulations.value_common as vc
+
+    orig = vc.qk_interference_theory
+
+    def times(d: int, b: np.ndarray, M: int, noise: float = 0.0) -> float:
+        v = orig(d, b, M, noise)
+        return v if factor == 1.0 else 1.0 + factor * (v - 1.0)
+    return patched("simulations.value_common", "qk_interference_theory", times)()
 
 
 register(limits(Check(
@@ -285,6 +311,14 @@ register(limits(Check(
                params={"family": "cayley"}),
     ),
     reduced={"d": 16, "M": [1, 4, 16, 64, 256], "trials": 400},
+    theories=(
+        _R_EXACT,
+        level_theory("ᾱᵀCᾱ", "softmax weights, uniform keys: the independent-weights plug-in ᾱᵀCᾱ of the drawn weights "
+                     "× factor at every M ≥ 2 (M = 1: C_00 = 1; its noise term σ²dΣᾱ² left alone)", _PLUGIN, m_arg=3,
+                     params={"weights": "softmax"}),
+        Theory("½ r_QK", "the bound QKV < ½·r_QK at the largest M, ½·r_QK × factor (the measured energies left alone)",
+               _halving_times, sides=(-1,)),
+    ),
 )))
 
 register(limits(Check(
@@ -315,4 +349,10 @@ register(limits(Check(
                params={"family": "cayley"}),
     ),
     reduced={"d": 16, "M": [16, 64, 256, 1024], "trials": 200},
+    theories=(
+        _R_EXACT,
+        Theory("1 + σ²d/(M||b||²)", "QK-only's exact level with value noise (σ = 0.5): its noise term σ²d/(M||b||²) × "
+               "factor (the 1 from weights summing to 1 left alone; QKV's exact value too)", _qk_noise_times,
+               params={"noise": 0.5}),
+    ),
 )))

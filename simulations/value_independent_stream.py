@@ -34,7 +34,7 @@ import numpy as np
 
 from stylized import plotting as sp
 from stylized.options import Int, IntList
-from stylized.registry import Check, Mutant, Option, headline, register
+from stylized.registry import Check, Mutant, Option, Theory, headline, register
 from stylized.value_theory import haar_tilt_energy, tilt_floor
 
 from ._common import family_from_params, family_options, finite, limits
@@ -56,8 +56,10 @@ from .value_common import (
     energy_rows,
     equals_theory,
     far_counts,
+    halving_bound,
     judge,
     label,
+    level_theory,
     mean_scaled,
     no_transport,
     pooled_level,
@@ -100,7 +102,7 @@ def _tests(rows: list[dict], params: dict, fam) -> tuple[list[tuple], dict | Non
         r.update(contrast_bound=0.0, contrast_bound_kind="lower (one-sided: Δ > 0)")
         tests.append((r, "contrast", "above", 0.0))
     for v in ("qkv", "qkv-indep"):  # both incoherent: below half of QK at the largest M
-        tests.append((by[(v, big)], "estimate", "below", 0.5 * by[("qk", big)]["estimate"]))
+        tests.append((by[(v, big)], "estimate", "below", halving_bound(by[("qk", big)]["estimate"])))
     # the level pooled over M, on rows independent across M (one variant): a few-percent theory error shows
     variant, field = ("qkv", "estimate") if exact_tilt else ("qkv-indep", "estimate" if w == "equal" else "excess")
     level = pooled_level([r for r in rows if r["variant"] == variant], field)
@@ -185,6 +187,11 @@ def plot_independent(result: dict, outdir: Path) -> list[Path]:
     return [sp.save(fig, Path(outdir) / "value-independent-stream")]
 
 
+def _halving_times(factor: float):
+    """:attr:`Theory.perturb` of the bound: ``½ r_QK`` (both transports below it at the largest ``M``) times ``factor``."""
+    return theory_scaled("simulations.value_independent_stream.halving_bound", factor)()
+
+
 def same_stream(*args, **kwargs) -> dict[str, np.ndarray]:
     """Wrong model: the 'independent' stream replaced by the same route transport as the keys."""
     from stylized import values
@@ -234,4 +241,16 @@ register(limits(Check(
                patch=mean_scaled(0.97), params={"family": "cayley"}),
     ),
     reduced={"d": 16, "M": [16, 64, 256], "trials": 300},
+    theories=(
+        level_theory("ᾱᵀCᾱ", "the independent-weights plug-in ᾱᵀCᾱ of the drawn weights × factor at M ≥ 2 (M = 1: "
+                     "C_00 = 1; its noise term σ²dΣᾱ² and the contrast's 0 left alone)", "stylized.values._plugin", m_arg=3),
+        level_theory("r_QKV(M)", "equal weights: the exact finite-M value (1/M²)Σ_{j,k} b̂ᵀE[M]^{|j−k|}b̂ × factor at M ≥ 2 "
+                     "(M = 1 is 1 by orthogonality; the contrast's 0 left alone)",
+                     "simulations.value_common.qkv_interference_theory", m_arg=2, params={"weights": "equal"}),
+        level_theory("E_λ(M)", "Haar, keys = b̂: the exact tilted energy and its plug-in part E[Σᾱ²] × factor at M ≥ 2 "
+                     "(so the exact contrast E_λ − E[Σᾱ²] too; M = 1 is 1)",
+                     "simulations.value_independent_stream.haar_tilt_energy", m_arg=2, params={"family": "haar"}),
+        Theory("½ r_QK", "the bound QKV, independent stream < ½·r_QK at the largest M, ½·r_QK × factor",
+               _halving_times, sides=(-1,)),
+    ),
 )))

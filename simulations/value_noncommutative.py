@@ -49,6 +49,7 @@ from .value_common import (
     far_counts,
     judge,
     label,
+    level_theory,
     mean_scaled,
     passed,
     pooled_level,
@@ -239,4 +240,14 @@ register(limits(Check(
                patch=mean_scaled(0.97), params={"family": ["cayley"]}),
     ),
     reduced={"d": 8, "M": [4, 16, 64], "trials": 120},
+    theories=(
+        level_theory("r_QKV(M)", "equal weights, every family: the exact finite-M value with χ^m → b̂ᵀE[M]^m b̂ × factor at "
+                     "M ≥ 2 (M = 1 is 1 by orthogonality; the other modes left alone)",
+                     "simulations.value_common.qkv_interference_theory", m_arg=2),
+        level_theory("ᾱᵀCᾱ", "softmax, uniform keys: the plug-in ᾱᵀCᾱ of the drawn weights × factor at M ≥ 2 (M = 1: "
+                     "C_00 = 1; the other modes left alone)", "stylized.values._plugin", m_arg=3),
+        level_theory("E_λ(M)", "Haar, keys = b̂: the exact finite-M tilted energy and its plug-in part E[Σᾱ²] × factor at "
+                     "M ≥ 2 (M = 1 is 1; the M → ∞ floors are reported, not tested)",
+                     "simulations.value_noncommutative.haar_tilt_energy", m_arg=2),
+    ),
 )))

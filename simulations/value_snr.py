@@ -45,6 +45,7 @@ from .value_common import (
     check_law,
     check_laws,
     label,
+    level_theory,
     mean_scaled,
     theory_scaled,
     with_default,
@@ -273,4 +274,7 @@ register(limits(Check(
                params={"family": "cayley", "L": [64, 256, 1024]}),
     ),
     reduced={"L": [64, 256, 1024, 4096], "trials": 60},
+    theories=(level_theory("2 − 2tᵀE[M]ⁿt", "the near-transport law E||P_n t − t||² × factor at every n < K (n = 0 stays 0, "
+                           "P_0 = I by definition; the SIR horizons are compared between QK and QKV, no theory)",
+                           "simulations.value_snr.near_transport_theory"),),
 )))

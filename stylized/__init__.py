@@ -27,30 +27,34 @@ _os.environ.setdefault("NUMBA_CACHE_DIR", _os.path.join(_user_cache_dir(), "numb
 
 __version__ = "0.1.0"  # the one place the version is written (pyproject.toml reads it)
 
-from .api import Result, check_names, defaults, run  # noqa: E402
-from .attention import StylizedAttention, alibi_bias, far_mass, scores, softmax  # noqa: E402
-from .bounds import (  # noqa: E402
-    alibi_far_sum,
-    chi_power_correlation,
-    far_mass_lower_bound,
-    haar_coordinate_tail,
-    hoeffding_tail,
-    lambda_required,
-    levy_tail,
-    mixing_window,
-)
-from .errors import InvalidInput  # noqa: E402
-from .estimators import Estimate, mean_ci, proportion_ci  # noqa: E402
-from .families import FAMILY_NAMES, law_names, make_family, register_law, rope_frequencies  # noqa: E402
-from .laws.base import StepLaw  # noqa: E402
-from .transport import route_product, transported_queries, transported_sum  # noqa: E402
+# Public names, imported on first use (PEP 562) so that ``stylized --version`` and ``--help`` start without
+# loading SciPy and Numba.
+_LAZY = {
+    "api": ("Result", "check_names", "defaults", "run"),
+    "attention": ("StylizedAttention", "alibi_bias", "far_mass", "scores", "softmax"),
+    "bounds": ("alibi_far_sum", "chi_power_correlation", "far_mass_lower_bound", "haar_coordinate_tail",
+               "hoeffding_tail", "lambda_required", "levy_tail", "mixing_window"),
+    "errors": ("InvalidInput",),
+    "estimators": ("Estimate", "mean_ci", "proportion_ci"),
+    "families": ("FAMILY_NAMES", "law_names", "make_family", "register_law", "rope_frequencies"),
+    "laws.base": ("StepLaw",),
+    "transport": ("route_product", "transported_queries", "transported_sum"),
+}
+_WHERE = {name: module for module, names in _LAZY.items() for name in names}
 
-__all__ = [
-    "StylizedAttention", "alibi_bias", "far_mass", "scores", "softmax",
-    "alibi_far_sum", "chi_power_correlation", "far_mass_lower_bound", "haar_coordinate_tail",
-    "hoeffding_tail", "lambda_required", "levy_tail", "mixing_window",
-    "Estimate", "mean_ci", "proportion_ci",
-    "FAMILY_NAMES", "make_family", "rope_frequencies", "StepLaw", "law_names", "register_law",
-    "route_product", "transported_queries", "transported_sum",
-    "run", "Result", "defaults", "check_names", "InvalidInput",
-]
+__all__ = [name for names in _LAZY.values() for name in names]
+
+
+def __getattr__(name: str):
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'stylized' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

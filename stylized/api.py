@@ -88,11 +88,15 @@ class Result:
     def plot(self, path: str | os.PathLike | None = None):
         """The check's figure as a :class:`matplotlib.figure.Figure` (the first, for checks that draw several).
 
-        Nothing is written unless ``path`` is given (the figure is then saved there; the suffix picks
-        the format).  ``ValueError`` when the check has no figure.
+        Drawn in the project's theme (:func:`stylized.plotting.theme`), as the committed figure is.  Nothing
+        is written unless ``path`` is given: then ``path`` ending in ``.png``, ``.pdf`` or nothing gets the
+        PNG and the PDF beside it (:func:`stylized.plotting.save`, inside the theme); any other suffix picks
+        that format alone.  ``ValueError`` when the check has no figure.
         """
         import matplotlib.pyplot as plt
         from matplotlib.figure import Figure
+
+        from . import plotting as sp
 
         check = get_check(self.name)
         if check.plot is None:
@@ -106,7 +110,7 @@ class Result:
             else:
                 real_close(fig)
 
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp, sp.theme():
             plt.close = keep_open
             try:
                 check.plot(self.data, Path(tmp))
@@ -116,9 +120,13 @@ class Result:
             real_close(extra)
         if not kept:
             raise ValueError(f"name: check {self.name!r} drew no figure for this result")
-        if path is not None:  # the format from the suffix of path (PNG without one), written atomically
-            fmt = Path(path).suffix.lstrip(".").lower() or "png"
-            atomic_write(Path(path), lambda tmp: kept[0].savefig(tmp, format=fmt))
+        if path is not None:
+            fmt = Path(path).suffix.lstrip(".").lower()
+            if fmt in ("", "png", "pdf"):
+                sp.save(kept[0], path, close=False)
+            else:  # another format: that file alone, written atomically in the theme
+                with sp.theme():
+                    atomic_write(Path(path), lambda tmp: kept[0].savefig(tmp, format=fmt))
         return kept[0]
 
 

@@ -19,6 +19,8 @@ Exit status, three kinds of failure told apart:
   destination that cannot be written, a missing optional part (one line ``stylized: error: …`` naming the option);
 * 3: an internal error (anything else, a ``ValueError`` raised while a check runs included): one line
   ``stylized: internal error: … (full traceback in FILE)``, the traceback kept in that file; never printed.
+* 74: the machine refused a write the checks before the work could not foresee (a disk filled or a folder turned
+  read-only while it ran): one line ``stylized: I/O error: …`` naming the file; atomic writes leave no partial file.
 * 130: interrupted (Ctrl-C).
 """
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import os
 import sys
@@ -36,11 +39,10 @@ from .cli_validate import checked_falsify, checked_sweep, package_present, valid
 from .errors import InvalidInput, save_traceback
 from .options import Choice, Choices, Int, arg_type
 from .registry import COMMANDS_GROUP, load_checks, load_plugin, plugins
-from .report import fmt, write_paper_checks
+from .report import write_paper_checks
 from .results import (
     Stopwatch,
     check_writable,
-    figures_dir,
     is_canonical,
     is_up_to_date,
     load_result,
@@ -78,6 +80,8 @@ def _add_common(p: argparse.ArgumentParser, backends) -> None:
     p.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
     p.add_argument("--save", action="store_true", help="also save the result under simulations/results/")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="print every row and column (default: the verdict and a screenful of rows)")
     _add_output(p, argparse.SUPPRESS)
 
 
@@ -92,7 +96,9 @@ def _add_output(p: argparse.ArgumentParser, default) -> None:
 
 def build_parser(load: str | None = None) -> argparse.ArgumentParser:
     """The full parser.  Sub-commands plugged in through the ``stylized.commands`` entry points (the
-    torch-backed ``transformer``) are only imported when ``load`` names them; otherwise a stub lists them."""
+    torch-backed ``transformer``) are only imported when ``load`` names them; otherwise a stub lists them.
+    The per-check parsers of ``check`` (which import every check module) are built when ``load`` is
+    ``None`` or ``"check"``, so ``stylized --version`` and ``stylized --help`` start without them."""
     parser = _Parser(prog="stylized", description="Theory checks for accumulated orthogonal transforms in attention.")
     parser.add_argument("--version", action="version", version=f"stylized {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
@@ -108,7 +114,7 @@ def build_parser(load: str | None = None) -> argparse.ArgumentParser:
                          "results included (default: the stylized checks only)")
     _add_output(pc, None)
     csub = pc.add_subparsers(dest="name", parser_class=_Parser, metavar="CLAIM")
-    for check in load_checks(external=True).values():
+    for check in (load_checks(external=True).values() if load in (None, "check") else ()):
         about = f"{check.claim}: {check.statement}".replace("%", "%%")  # argparse %-formats help text
         cp = csub.add_parser(check.name, help=about, description=about)
         for o in check.options:
@@ -118,9 +124,16 @@ def build_parser(load: str | None = None) -> argparse.ArgumentParser:
         _add_common(cp, check.backends)
         cp.set_defaults(check=check)
 
-    pf = sub.add_parser("figures", help="regenerate figures", description="Regenerate figures into figures/ from the results, running what is missing.")
+    pf = sub.add_parser("figures", help="regenerate figures",
+                        description="Regenerate figures into figures/ from the results, running what is missing; "
+                                    "with --from, redraw one check's figure from a result you saved (an exploratory "
+                                    "run), next to that result unless --out is given: the committed figure is not touched.")
     pf.add_argument("names", nargs="*", metavar="NAME", help="figure names (a check name, or 'transformer')")
     pf.add_argument("--all", action="store_true", help="every figure")
+    pf.add_argument("--from", dest="from_result", default=None, metavar="RESULT.json",
+                    help="redraw NAME's figure from this result JSON (as 'stylized check NAME --save --out DIR' or "
+                         "--json writes it); NAME may be left out (the result's \"claim\" names it); the PNG and PDF "
+                         "go beside the JSON, or under DIR/figures with --out DIR; nothing is run")
     _add_output(pf, None)
 
     pz = sub.add_parser("falsify", help="mutants that must flip each verdict, and false-rejection rates",
@@ -180,30 +193,24 @@ def _fail(msg: str) -> int:
     return 2
 
 
-def _table(rows: list[dict]) -> str:
-    if not rows:
-        return "(no rows)"
-    keys: list[str] = []
-    for r in rows:
-        keys += [k for k in r if k not in keys and not isinstance(r[k], (list, dict))]
-    cells = [[fmt(r.get(k)) for k in keys] for r in rows]
-    widths = [max(len(k), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
-    out = ["  ".join(k.rjust(w) for k, w in zip(keys, widths)), "  ".join("-" * w for w in widths)]
-    out += ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells]
-    return "\n".join(out)
-
-
 def _verdict_line(r: dict) -> str:
     state = "REPORTED (a measurement, no verdict)" if r["holds"] is None else "HOLDS" if r["holds"] else "DOES NOT HOLD"
     return f"{r['paper_claim']} {r['claim']}: {state}   ({r['seconds']:.2f} s)"
 
 
-def _print_result(r: dict) -> None:
+def _print_result(r: dict, verbose: bool = False) -> None:
+    """The verdict line, the headline's sentence, then the rows: a screenful (:func:`.cli_table.compact_table`),
+    or with ``verbose`` every row and column."""
+    import shutil
+    import textwrap
+
+    from .cli_table import compact_table, table
+
     print(_verdict_line(r))
     h = r.get("headline", {})
     if h.get("verdict"):
-        print(h["verdict"])
-    print(_table(r["rows"]))
+        print(h["verdict"] if verbose else textwrap.fill(h["verdict"], shutil.get_terminal_size((120, 24)).columns))
+    print(table(r["rows"]) if verbose else compact_table(r["rows"]))
 
 
 def _list_laws() -> None:
@@ -277,7 +284,7 @@ def _cmd_check(args) -> int:
     elif args.quiet:
         print(_verdict_line(result))
     else:
-        _print_result(result)
+        _print_result(result, verbose=args.verbose)
     return 0 if result["holds"] or result["holds"] is None else 1  # a reported measurement has no claim to fail
 
 
@@ -346,34 +353,6 @@ def _tally(held: int, total: int, external: dict) -> str:
     return " · ".join(parts)
 
 
-def _cmd_figures(args) -> int:
-    checks = {k: c for k, c in load_checks(external=True).items() if c.plot is not None}
-    external = [k for k, c in checks.items() if c.external]
-    names = [k for k in checks if k not in external] + ["transformer"] if args.all or not args.names else args.names
-    say = (lambda *a, **k: None) if args.quiet else print
-    for name in names:  # every name validated before any work
-        if name not in [*checks, "transformer"]:
-            return _fail(f"figures: NAME must be one of {', '.join([*checks, 'transformer'])}; got {str(name)[:40]!r}")
-    check_writable(figures_dir())  # and where a missing result is saved: both proven before any work
-    check_writable(results_dir())
-    for name in names:
-        for check in [checks[k] for k in external] if name == "transformer" else [checks[name]]:
-            if check.external:  # plots what its command saved
-                paths = check.plot(None, figures_dir())
-                if not paths:
-                    say(f"{check.name}: no results yet in {results_dir()}", file=sys.stderr)
-            else:
-                r = load_result(check.name)
-                if r is None:
-                    say(f"{check.name}: no result yet, running it at its defaults …", file=sys.stderr)
-                    r = run_check(check, seed=0, backend=_backend_for(check, "numba"), progress=not args.quiet)
-                    save_result(r)
-                paths = check.plot(r, figures_dir())
-            for p in paths:
-                say(f"wrote {p}", file=sys.stderr)
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     """``stylized …``: the exit status tells the three kinds of failure apart (see the module's docstring)."""
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -388,8 +367,19 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.suppress(OSError):
             sys.stdout = open(os.devnull, "w")  # no second error when Python flushes stdout at exit
         return 141
+    except OSError as e:
+        if e.errno not in _ENVIRONMENT_ERRNOS:
+            return _internal_error(e, argv)
+        where = f" {e.filename}" if e.filename else ""
+        print(f"stylized: I/O error:{where}: {e.strerror or type(e).__name__} (the machine refused a write; "
+              "nothing partial was left)", file=sys.stderr)
+        return 74
     except Exception as e:  # anything else is ours: one line, the traceback in a file
         return _internal_error(e, argv)
+
+
+#: OS errors that are the machine's state, not a bug: no space, quota, read-only file system, I/O failure
+_ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO})
 
 
 def _internal_error(e: BaseException, argv: list[str]) -> int:
@@ -401,7 +391,7 @@ def _internal_error(e: BaseException, argv: list[str]) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    parser = build_parser(load=argv[0] if argv else None)
+    parser = build_parser(load=argv[0] if argv else "")
     if argv and argv[0] in parser.missing_plugins:  # before parsing: the plugin's own options are unknown here
         return _fail(parser.missing_plugins[argv[0]])
     args = parser.parse_args(argv)
@@ -412,7 +402,9 @@ def _main(argv: list[str]) -> int:
         if args.command == "check":
             return _cmd_check(args)
         if args.command == "figures":
-            return _cmd_figures(args)
+            from .cli_figures import cmd_figures
+
+            return cmd_figures(args)
         if getattr(args, "func", None):
             return int(args.func(args) or 0)
     parser.print_help()

@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["MAX_WIDTH", "DPI", "rc_params", "theme", "themed", "figure", "mosaic", "caption", "save",
-           "theory_vs_measurement", "noise_floor", "as_float"]
+           "theory_vs_measurement", "noise_floor", "as_float", "QUALITATIVE", "MARKERS", "variant_style",
+           "readable_log_axis"]
 
 MAX_WIDTH = 7.0  # inches: one column of a page; at DPI that is 1,050 px
 DPI = 150
@@ -131,10 +132,14 @@ def caption(fig, text: str) -> None:
              va="bottom", linespacing=1.3)
 
 
-def save(fig, path: str | os.PathLike) -> Path:
-    """Write ``fig`` to ``path`` as PNG (150 dpi) and PDF, each atomically, and close it.
+def save(fig, path: str | os.PathLike, *, close: bool = True) -> Path:
+    """Write ``fig`` to ``path`` as PNG (150 dpi) and PDF, each atomically, inside :func:`theme`; close it.
 
-    ``path`` may end in ``.png``, ``.pdf`` or nothing.  Returns the PNG's path.
+    ``path`` may end in ``.png``, ``.pdf`` or nothing.  Returns the PNG's path.  The files are written
+    inside the theme whoever calls (the theme's rcParams that act at save time, e.g. ``mathtext.fontset``
+    and the PDF font type, are those of every committed figure).  A failed write leaves no temporary
+    file and the previous files untouched.  ``close=False`` keeps the figure open (for
+    :meth:`stylized.api.Result.plot`, which returns it).
     """
     import matplotlib.pyplot as plt
 
@@ -144,15 +149,59 @@ def save(fig, path: str | os.PathLike) -> Path:
     stem.parent.mkdir(parents=True, exist_ok=True)
     out = []
     try:
-        for ext, meta in (("png", {"Software": None}), ("pdf", {"CreationDate": None, "Producer": None})):
-            target = stem.parent / f"{stem.name}.{ext}"
-            tmp = stem.parent / f".{stem.name}.tmp.{ext}"
-            fig.savefig(tmp, dpi=DPI, format=ext, metadata=meta)
-            tmp.replace(target)
-            out.append(target)
+        with theme():
+            for ext, meta in (("png", {"Software": None}), ("pdf", {"CreationDate": None, "Producer": None})):
+                target = stem.parent / f"{stem.name}.{ext}"
+                tmp = stem.parent / f".{stem.name}.tmp.{ext}"
+                try:
+                    fig.savefig(tmp, dpi=DPI, format=ext, metadata=meta)
+                    tmp.replace(target)
+                except BaseException:
+                    tmp.unlink(missing_ok=True)
+                    raise
+                out.append(target)
     finally:
-        plt.close(fig)
+        if close:
+            plt.close(fig)
     return out[0]
+
+
+QUALITATIVE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+               "#17becf", "#bcbd22")
+"""Ten distinct hues (matplotlib's ``tab10``, cyan before olive): one per series where series must be told apart."""
+MARKERS = ("o", "s", "^", "v", "D", "P", "X", "h", "<", ">")
+"""Ten filled markers, paired with :data:`QUALITATIVE` so that a series is known by hue and by shape."""
+_VARIANTS = ("rope", "nope", "alibi", "random-qk", "random-qkv", "learned-qk", "learned-qkv", "path")
+_VARIANT_COLOR = dict(zip(_VARIANTS, (QUALITATIVE[0], QUALITATIVE[7], QUALITATIVE[2], QUALITATIVE[1],
+                                      QUALITATIVE[3], QUALITATIVE[4], QUALITATIVE[8], QUALITATIVE[5])))
+
+
+def variant_style(name: str, index: int = 0) -> dict[str, str]:
+    """``{"color", "marker"}`` of a transformer variant, the same in every figure.
+
+    The eight variants of the comparison (rope, nope, alibi, random-qk, random-qkv, learned-qk,
+    learned-qkv, path) have fixed, distinct hues and markers; any other name gets the ``index``-th
+    pair of :data:`QUALITATIVE` and :data:`MARKERS`.
+
+    >>> variant_style("rope")
+    {'color': '#1f77b4', 'marker': 'o'}
+    """
+    if name in _VARIANT_COLOR:
+        return {"color": _VARIANT_COLOR[name], "marker": MARKERS[_VARIANTS.index(name)]}
+    return {"color": QUALITATIVE[index % len(QUALITATIVE)], "marker": MARKERS[index % len(MARKERS)]}
+
+
+def readable_log_axis(axis, subs: Sequence[float] = (1.0, 2.0, 5.0)) -> None:
+    """Label a log ``axis`` (``ax.xaxis``/``ax.yaxis``) at 1, 2, 5, 10, 20, 50, … in plain numbers (no 10ⁿ).
+
+    ``subs`` are the labelled multiples of each decade; the other integer multiples get unlabelled minor ticks.
+    """
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(base=10, subs=tuple(subs)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_locator(LogLocator(base=10, subs=tuple(s for s in range(1, 10) if float(s) not in subs)))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def as_float(values: Sequence[Any]) -> np.ndarray:

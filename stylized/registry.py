@@ -122,13 +122,16 @@ class Theory:
     ``factor`` (relative error ``factor − 1``); ``stylized falsify --sensitivity`` finds the smallest error of
     each sign that turns ``holds`` false (:func:`stylized.falsify.sensitivity`).  ``params`` are option
     overrides on top of the sizes it runs at (e.g. the family whose theory it is).  :func:`scaled` builds
-    ``perturb`` for a function of the check's module whose return value is the theory.
+    ``perturb`` for a function of the check's module whose return value is the theory.  ``sides``: the signs
+    of error that can flip the verdict; a one-sided bound has one (a lower bound is violated only when
+    raised, ``(+1,)``; an upper bound only when lowered, ``(-1,)``), the other side holds by construction.
     """
 
     name: str
     description: str
     perturb: Callable[[float], AbstractContextManager]
     params: dict = field(default_factory=dict)
+    sides: tuple[int, ...] = (-1, +1)
 
 
 def _times(x, factor: float):

@@ -57,7 +57,8 @@ __all__ = [
 _ROOT = Path(__file__).resolve().parent.parent
 # Files whose change can move a number: every library module but the plumbing around it.
 _NOT_NUMERIC = {"__init__.py", "__main__.py", "_cache.py", "errors.py", "cli.py", "cli_validate.py", "report.py", "registry.py", "results.py", "bench.py", "sweep.py",
-                "falsify.py", "plotting.py", "api.py", "options.py"}
+                "falsify.py", "plotting.py", "api.py", "options.py", "cli_table.py",
+                "cli_figures.py"}
 
 
 _OUT: Path | None = None  # set by ``--out`` (use_output_root)

@@ -201,3 +201,18 @@ def test_a_plugin_command_whose_module_is_missing_fails_in_one_line(monkeypatch,
     with pytest.raises(SystemExit) as e:  # the built-in `check` still parses (a plugin named check is ignored)
         cli.main(["check", "--help"])
     assert e.value.code == 0
+
+
+def test_version_and_help_start_without_scipy_numba_or_the_checks():
+    """``stylized --version`` / ``--help`` build no per-check parser and import neither SciPy nor Numba
+    (they took 9 s on a loaded machine when every check module was imported to build the parser)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom stylized.cli import main\n"
+            "for argv in (['--version'], ['--help']):\n"
+            "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+            "heavy = sorted(m for m in ('scipy', 'numba', 'matplotlib', 'simulations') if m in sys.modules)\n"
+            "print('HEAVY', heavy)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "HEAVY []" in out, out

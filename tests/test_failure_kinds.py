@@ -151,7 +151,7 @@ def test_a_bug_in_a_validator_is_not_bad_input():
 
 
 @pytest.mark.parametrize("exc", [ValueError("boom: a ValueError raised during the run"), KeyError("k"),
-                                 OSError(errno.ENOSPC, "No space left on device")])
+                                 OSError(errno.ENOENT, "No such file or directory")])
 def test_anything_else_is_an_internal_error_with_its_traceback_in_a_file(exc, monkeypatch, cache, capsys):
     def broken(*a, **k):
         raise exc
@@ -165,6 +165,17 @@ def test_anything_else_is_an_internal_error_with_its_traceback_in_a_file(exc, mo
     assert path.parent == cache / "errors"
     text = path.read_text()
     assert "Traceback (most recent call last)" in text and type(exc).__name__ in text and "'check', 'mixing'" in text
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EIO])
+def test_a_write_the_machine_refuses_mid_run_is_one_io_error_line_exit_74(code, monkeypatch, capsys):
+    def full(*a, **k):
+        raise OSError(code, os.strerror(code), "/some/results/mixing.json.tmp")
+
+    monkeypatch.setattr(cli, "run_check", full)
+    assert cli.main(["check", "mixing", "--family", "householder", "--d", "8", "--no-progress"]) == 74
+    line = _err_line(capsys)
+    assert line.startswith("stylized: I/O error: /some/results/mixing.json.tmp: " + os.strerror(code)), line
 
 
 def test_the_traceback_goes_to_the_temp_folder_when_the_cache_cannot_be_written(tmp_path, monkeypatch, capsys):
@@ -245,28 +256,6 @@ def test_atomic_write_leaves_no_partial_temporary_file(tmp_path):
     assert target.read_text() == "old" and _files(tmp_path) == {"r.json"}
     atomic_write(target, lambda tmp: Path(tmp).write_text("new"))
     assert target.read_text() == "new" and _files(tmp_path) == {"r.json"}
-
-
-def test_save_figure_leaves_no_partial_temporary_file_and_closes_the_figure(tmp_path, monkeypatch):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from simulations._common import save_figure
-
-    fig = plt.figure()
-
-    def fails_halfway(path, **kw):
-        Path(path).write_bytes(b"\x89PNG partial")
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(fig, "savefig", fails_halfway)
-    with pytest.raises(OSError):
-        save_figure(fig, tmp_path, "fig")
-    assert _files(tmp_path) == set() and not plt.fignum_exists(fig.number)
-    fig = plt.figure()
-    assert save_figure(fig, tmp_path, "fig").stat().st_size > 0 and _files(tmp_path) == {"fig.png"}
 
 
 # -- check --all: a tally that states every claim ------------------------------------------------------------------

@@ -56,3 +56,19 @@ def test_perturbation_is_undone_after_the_run():
     with _check().theories[0].perturb(1.5):
         assert np.allclose(sys.modules[__name__].theory([1]), 3.0)
     assert np.allclose(theory([1]), MEASURED)
+
+
+def test_a_one_sided_bound_is_searched_only_on_the_side_that_can_flip_it():
+    base = _check()
+    bound = Theory("theory as a lower bound", "", base.theories[0].perturb, sides=(+1,))
+    r = sensitivity(Check(**{**base.__dict__, "theories": (bound,)}), sizes="reduced", seeds=(0,), backend="numpy")
+    lower, upper = r["rows"]
+    assert lower["by_construction"] and lower["flips_at"] is None and lower["holds_at"] is None
+    assert not upper.get("by_construction") and upper["holds_at"] <= 0.02 < upper["flips_at"]
+
+
+def test_every_registered_check_declares_the_theories_it_names():
+    from stylized.registry import load_checks
+
+    missing = [c.name for c in load_checks().values() if not c.theories]
+    assert missing == []

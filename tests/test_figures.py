@@ -2,8 +2,10 @@
 
 Each registered check's plot runs on a small result (the check's ``reduced`` sizes, results and
 figures in a temporary folder); matplotlib's tight/constrained-layout warnings and missing-glyph
-warnings are errors.  The slower reduced runs are marked ``slow``; the transformer figures are
-drawn from the committed results (no training) and need torch.
+warnings are errors.  Every figure must be made by :func:`stylized.plotting.figure` (or ``mosaic``)
+with the theme's rcParams in effect, its text within the theme's sizes, and saved by
+:func:`stylized.plotting.save` (a PDF beside every PNG).  The slower reduced runs are marked ``slow``;
+the transformer figures are drawn from the committed results (no training, no checkpoint) and need torch.
 """
 
 from __future__ import annotations
@@ -77,16 +79,52 @@ def overlapping_labels(fig) -> list[str]:
     return bad
 
 
+#: the theme's rcParams that a figure drawn outside it would not have (checked where each figure is made)
+THEME_KEYS = ("font.size", "axes.titlesize", "axes.labelsize", "xtick.labelsize", "ytick.labelsize", "legend.fontsize",
+              "mathtext.fontset", "axes.prop_cycle", "axes.grid", "axes.facecolor", "figure.dpi")
+TEXT_POINTS = (5.5, 10.0)  # every text of a figure, in points: readable in print, not louder than the title size
+
+
+def _theme_in_effect() -> list[str]:
+    """The :data:`THEME_KEYS` whose current value differs from :func:`stylized.plotting.rc_params`."""
+    import matplotlib as mpl
+
+    want = sp.rc_params()
+    return [k for k in THEME_KEYS if mpl.rcParams[k] != mpl.rcParams.validate[k](want[k])]
+
+
+def _text_sizes_off(fig) -> list[str]:
+    """Visible texts of ``fig`` outside :data:`TEXT_POINTS`."""
+    from matplotlib.text import Text
+
+    lo, hi = TEXT_POINTS
+    return [f"{t.get_text()[:30]!r} at {t.get_fontsize():g} pt" for t in fig.findobj(Text)
+            if t.get_visible() and t.get_text().strip() and not lo <= t.get_fontsize() <= hi]
+
+
 @pytest.fixture()
 def inspected(monkeypatch):
-    """Wrap :func:`stylized.plotting.save`: record each figure's width and any overlapping labels."""
+    """Wrap :func:`stylized.plotting.figure`, ``mosaic`` and ``save``: record whether each figure was made with the
+    theme in effect, and at save time its width, text sizes and any overlapping labels."""
     seen: list[dict] = []
-    real = sp.save
+    made: dict[int, list[str]] = {}
+    real_save = sp.save
 
-    def save(fig, path):
-        seen.append({"path": Path(path), "width": float(fig.get_size_inches()[0]), "overlaps": overlapping_labels(fig)})
-        return real(fig, path)
+    def maker(real):
+        def make(*a, **k):
+            out = real(*a, **k)
+            made[id(out[0])] = _theme_in_effect()
+            return out
+        return make
 
+    def save(fig, path, **kw):
+        seen.append({"path": Path(path), "width": float(fig.get_size_inches()[0]), "overlaps": overlapping_labels(fig),
+                     "theme": made.get(id(fig), ["not made by stylized.plotting.figure or mosaic"]),
+                     "sizes": _text_sizes_off(fig)})
+        return real_save(fig, path, **kw)
+
+    monkeypatch.setattr(sp, "figure", maker(sp.figure))
+    monkeypatch.setattr(sp, "mosaic", maker(sp.mosaic))
     monkeypatch.setattr(sp, "save", save)
     return seen
 
@@ -99,6 +137,8 @@ def assert_figures_ok(paths: list[Path], seen: list[dict]) -> None:
     for s in seen:
         assert s["width"] <= sp.MAX_WIDTH + 1e-9, f"{s['path']}: {s['width']:.2f} in wide"
         assert not s["overlaps"], f"{s['path'].name}: overlapping labels {s['overlaps']}"
+        assert not s["theme"], f"{s['path'].name}: drawn outside the theme ({s['theme']})"
+        assert not s["sizes"], f"{s['path'].name}: text outside {TEXT_POINTS} pt: {s['sizes'][:3]}"
     for p in paths:
         p = Path(p)
         assert p.suffix == ".png" and p.is_file()
@@ -111,16 +151,8 @@ def assert_figures_ok(paths: list[Path], seen: list[dict]) -> None:
         assert not list(p.parent.glob(f".{p.stem}.tmp*")), "a temporary file was left behind"
 
 
-# far-retrieval's figure module still draws through simulations._common (its owner moves it to
-# stylized.plotting); the mark is not strict, so the test passes as soon as it does.
-PENDING = {"far-retrieval": "draws through simulations._common, not yet stylized.plotting"}
-
-
 def _param(name: str):
-    marks = [pytest.mark.slow] if name in SLOW else []
-    if name in PENDING:
-        marks.append(pytest.mark.xfail(reason=PENDING[name], strict=False))
-    return pytest.param(name, marks=marks)
+    return pytest.param(name, marks=[pytest.mark.slow] if name in SLOW else [])
 
 
 @pytest.mark.parametrize("name", [_param(n) for n in CHECKS])
@@ -143,17 +175,47 @@ def test_committed_figure_renders_from_the_committed_result(name, tmp_path, insp
 
 
 def test_transformer_figures_render_from_the_committed_results(tmp_path, inspected):
+    """All five transformer figures from the committed JSON alone (no checkpoint is read)."""
     pytest.importorskip("torch")
-    from simulations.transformer.compare import plot_compare
+    from simulations.transformer.bridge_plot import plot_bridge
+    from simulations.transformer.compare_plot import plot_compare
+    from simulations.transformer.far_context import plot_far_context
     from simulations.transformer.lr_sweep import plot_sweep
+    from simulations.transformer.passkey import plot_passkey
 
     res = ROOT / "simulations" / "results" / "transformer"
-    if not (res / "cpu_compare.json").is_file() or not (res / "cpu_lr_sweep.json").is_file():
+    need = ("cpu_compare.json", "cpu_lr_sweep.json", "passkey_cpu.json", "far_context_cpu.json", "bridge_cpu.json")
+    if not all((res / n).is_file() for n in need):
         pytest.skip("no committed transformer results")
     with strict_layout():
         paths = [plot_compare(res / "cpu_compare.json", tmp_path / "ppl.png"),
-                 plot_sweep(res / "cpu_lr_sweep.json", tmp_path / "sweep.png")]
+                 plot_sweep(res / "cpu_lr_sweep.json", tmp_path / "sweep.png"),
+                 plot_passkey(res / "passkey_cpu.json", tmp_path / "passkey.png"),
+                 plot_far_context(res / "far_context_cpu.json", tmp_path / "far.png"),
+                 plot_bridge(json.loads((res / "bridge_cpu.json").read_text()), tmp_path / "bridge.png")]
     assert_figures_ok(paths, inspected)
+
+
+def test_every_committed_figure_has_its_pdf():
+    """``figures/``: a PDF beside every PNG and a PNG beside every PDF."""
+    figs = ROOT / "figures"
+    pngs, pdfs = ({p.stem for p in figs.glob(f"*.{ext}")} for ext in ("png", "pdf"))
+    assert pngs, "no committed figures"
+    assert pngs == pdfs, f"PNG without PDF: {sorted(pngs - pdfs)}; PDF without PNG: {sorted(pdfs - pngs)}"
+
+
+def test_no_second_plot_style_remains():
+    """Every figure goes through stylized.plotting: no module draws with its own style or saves by itself."""
+    import simulations._common as common
+
+    assert not {"new_figure", "save_figure", "caption"} & set(vars(common))
+    offenders = []
+    for f in sorted((ROOT / "simulations").rglob("*.py")):
+        text = f.read_text(encoding="utf-8")
+        if re.search(r"sns\.set_theme|matplotlib\.use\(|\.savefig\(|plt\.subplots\(", text):
+            offenders.append(str(f.relative_to(ROOT)))
+    known = {"simulations/transformer/evaluate.py"}  # save_png: no figure of the project uses it any more
+    assert set(offenders) <= known, f"draw or save outside stylized.plotting: {sorted(set(offenders) - known)}"
 
 
 class TestPlotting:
@@ -164,9 +226,70 @@ class TestPlotting:
         with sp.theme():
             assert mpl.rcParams["savefig.dpi"] == sp.DPI
             assert mpl.rcParams["mathtext.fontset"] == "dejavusans"
+            assert not _theme_in_effect()
         assert dict(mpl.rcParams) == before
         sp.themed(lambda: None)()
         assert dict(mpl.rcParams) == before
+
+    def test_the_theme_detector_sees_a_figure_drawn_outside_it(self):
+        import matplotlib as mpl
+
+        with mpl.rc_context({"font.size": 12.0, "axes.grid": False}):
+            assert {"font.size", "axes.grid"} <= set(_theme_in_effect())
+
+    def test_save_writes_inside_the_theme_whoever_calls(self, tmp_path, monkeypatch):
+        """Outside any theme, sp.save still writes with the theme's rcParams (the PDF with TrueType fonts)."""
+        import matplotlib as mpl
+
+        with sp.theme():
+            fig, (ax,) = sp.figure(height=2.0)
+            ax.set_title(r"$\alpha$")
+        seen = []
+        real = type(fig).savefig
+
+        def savefig(self, *a, **k):
+            seen.append((mpl.rcParams["pdf.fonttype"], mpl.rcParams["mathtext.fontset"]))
+            return real(self, *a, **k)
+
+        monkeypatch.setattr(type(fig), "savefig", savefig)
+        sp.save(fig, tmp_path / "f")
+        assert seen == [(42, "dejavusans")] * 2
+        assert (tmp_path / "f.png").is_file() and (tmp_path / "f.pdf").is_file()
+
+    def test_a_failed_save_leaves_no_temporary_file_and_closes_the_figure(self, tmp_path, monkeypatch):
+        import errno
+
+        import matplotlib.pyplot as plt
+
+        with sp.theme():
+            fig, _ = sp.figure(height=2.0)
+
+        def fails_halfway(path, **kw):
+            Path(path).write_bytes(b"\x89PNG partial")
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        monkeypatch.setattr(fig, "savefig", fails_halfway)
+        with pytest.raises(OSError):
+            sp.save(fig, tmp_path / "fig")
+        assert list(tmp_path.iterdir()) == [] and not plt.fignum_exists(fig.number)
+
+    def test_variant_styles_are_distinct(self):
+        names = ["rope", "nope", "alibi", "random-qk", "random-qkv", "learned-qk", "learned-qkv", "path"]
+        styles = [sp.variant_style(v) for v in names]
+        assert len({s["color"] for s in styles}) == len({s["marker"] for s in styles}) == len(names)
+
+    def test_readable_log_axis_labels_1_2_5(self):
+        import matplotlib.pyplot as plt
+
+        with sp.theme():
+            fig, (ax,) = sp.figure(height=2.0)
+            ax.set_yscale("log")
+            ax.set_ylim(0.8, 30)
+            sp.readable_log_axis(ax.yaxis)
+            fig.canvas.draw()
+            labels = [t.get_text() for t in ax.get_yticklabels() if 0.8 <= t.get_position()[1] <= 30]
+            plt.close(fig)
+        assert labels == ["1", "2", "5", "10", "20"]
 
     def test_width_above_one_column_is_refused(self):
         with sp.theme(), pytest.raises(ValueError, match="width"):

@@ -1,4 +1,9 @@
-"""The bridge figure: predicted vs measured perplexity ratio (left), predicted vs measured ρ_D(L) (right)."""
+"""The bridge figure: predicted vs measured perplexity ratio (left), predicted vs measured ρ_D(L) (right).
+
+Drawn and saved (PNG and PDF) through :mod:`stylized.plotting`.  The left panel's variants are grouped by what
+they change (:data:`GROUPS`): one hue per group, one marker per member (three marker types in all), each
+variant's lengths joined in order, the grouped legend outside the panels.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,57 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["plot_bridge", "example_heads"]
+__all__ = ["plot_bridge", "example_heads", "GROUPS", "group_style"]
+
+#: (group title, its members): the variants grouped by what they change; a member's marker is its place in the group
+GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("position code", ("rope", "nope", "path")),
+    ("random rotation", ("random-qk", "random-qkv")),
+    ("learned rotation", ("learned-qk", "learned-qkv")),
+    ("far-mass control", ("alibi", "fox", "ssmax")),
+    ("learned-qkv + control", ("learned-qkv-alibi", "learned-qkv-fox", "learned-qkv-ssmax")),
+)
+_GROUP_MARKERS = ("o", "s", "^")
+
+
+def group_style(variant: str) -> dict:
+    """``{"color", "marker", "group", "label"}`` of ``variant`` in the bridge figure (an unknown one: group "other").
+
+    >>> group_style("learned-qkv-fox")["label"]
+    '+ fox'
+    """
+    from stylized import plotting as sp
+
+    for g, (title, members) in enumerate(GROUPS):
+        if variant in members:
+            label = variant.removeprefix("learned-qkv-") if title.startswith("learned-qkv +") else variant
+            return {"color": sp.QUALITATIVE[[0, 1, 4, 2, 3][g]], "marker": _GROUP_MARKERS[members.index(variant)],
+                    "group": title, "label": ("+ " + label) if label != variant else variant}
+    return {"color": sp.QUALITATIVE[7], "marker": "D", "group": "other", "label": variant}
+
+
+def _grouped_legend(fig, ax, styles: dict[str, dict]) -> None:
+    """One legend column per group (its title first), above the panels."""
+    from matplotlib.lines import Line2D
+
+    order = [t for t, _ in GROUPS] + ["other"]
+    cols = {t: [v for v in styles if styles[v]["group"] == t] for t in order}
+    cols = {t: vs for t, vs in cols.items() if vs}
+    rows = max(len(vs) for vs in cols.values()) + 1
+    handles, labels = [], []
+    for title, vs in cols.items():
+        entries = [(Line2D([], [], ls="none"), title)]
+        entries += [(Line2D([], [], ls="-", lw=0.8, marker=styles[v]["marker"], color=styles[v]["color"], ms=4),
+                     styles[v]["label"]) for v in vs]
+        entries += [(Line2D([], [], ls="none"), "")] * (rows - len(entries))
+        for h, lab in entries:
+            handles.append(h)
+            labels.append(lab)
+    leg = fig.legend(handles, labels, loc="outside upper center", ncol=len(cols), fontsize=6.5, frameon=False,
+                     handlelength=1.6, handletextpad=0.4, columnspacing=1.2)
+    for text, lab in zip(leg.get_texts(), labels):
+        if lab in cols:
+            text.set_fontweight("bold")
 
 
 def example_heads(result: dict, n: int = 3) -> list[tuple[str, int, int]]:
@@ -24,7 +79,6 @@ def example_heads(result: dict, n: int = 3) -> list[tuple[str, int, int]]:
 
 def plot_bridge(result: dict, out_png: str | Path) -> Path:
     """Draw the bridge figure from a ``bridge_<preset>.json`` result; writes PNG and PDF."""
-    import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter
 
     from stylized import plotting as sp
@@ -39,21 +93,22 @@ def plot_bridge(result: dict, out_png: str | Path) -> Path:
     p = result["params"]
     with sp.theme():
         fig, (ax1, ax2) = sp.figure(1, 2, height=3.4)
-        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-        markers = "osD^v<>ph*"
-        allv = []
-        for i, r in enumerate(result["lovo"]["rows"]):
+        colors = [sp.QUALITATIVE[i] for i in (0, 4, 2)]
+        allv, styles = [], {}
+        for r in result["lovo"]["rows"]:
             meas, pred = np.asarray(r["measured"]), np.asarray(r["predicted"])
             keep = np.asarray(r["multiples"]) > 1
             allv += list(meas[keep]) + list(pred[keep])
-            ax1.plot(meas[keep], pred[keep], markers[i % len(markers)], color=colors[i % len(colors)], ms=4,
-                     mfc="none" if i >= len(colors) else None, label=r["variant"], ls="none")
+            st = styles[r["variant"]] = group_style(r["variant"])
+            ax1.plot(meas[keep], pred[keep], "-", marker=st["marker"], color=st["color"], ms=3.5, lw=0.7,
+                     alpha=0.9, zorder=3)
         if allv:
             lo, hi = 0.9 * min(allv), 1.1 * max(allv)
             xs = np.geomspace(lo, hi, 50)
             tol = result["verdict"]["tolerance"]
-            ax1.fill_between(xs, xs * (1 - tol), xs * (1 + tol), color="0.9", lw=0, zorder=0,
-                             label=f"±{tol:.0%}")
+            ax1.fill_between(xs, xs * (1 - tol), xs * (1 + tol), color="0.9", lw=0, zorder=0)
+            ax1.text(0.97, 0.04, f"grey band: ±{tol:.0%} of the diagonal", transform=ax1.transAxes, ha="right",
+                     va="bottom", fontsize=6.5, color="0.35")
             ax1.plot(xs, xs, color="0.4", lw=0.8, zorder=1)
             ax1.set_xlim(lo, hi)
             ax1.set_ylim(lo, hi)
@@ -65,13 +120,12 @@ def plot_bridge(result: dict, out_png: str | Path) -> Path:
             axis.set_minor_formatter(FuncFormatter(lambda x, _: f"{x:g}" if round(x, 6) in (1.5, 3, 5) else ""))
         ax1.set_xlabel(r"measured $\mathrm{PPL}(L)/\mathrm{PPL}(L_{\mathrm{train}})$")
         ax1.set_ylabel("predicted (leave one variant out)")
-        ax1.set_title(f"perplexity ratio, 2×–{max(p['multiples'])}×", fontsize=8)
-        fig.legend(*ax1.get_legend_handles_labels(), loc="outside upper center", ncol=7, fontsize=6, frameon=False,
-                   handletextpad=0.2, columnspacing=0.8)
+        ax1.set_title(f"perplexity ratio, 2×–{max(p['multiples'])}× (lines join lengths)")
+        _grouped_legend(fig, ax1, styles)
         Lt = p["L_train"]
         mults = np.asarray(p["multiples"])
         for k, (v, layer, h) in enumerate(example_heads(result)):
-            c = colors[k % len(colors)]
+            c = group_style(v)["color"] if group_style(v)["group"] != "other" else colors[k % len(colors)]
             pr = result["predictions"][f"{v}/s0"]
             rho, lo, hi = (np.asarray(pr[key], dtype=float)[layer, :, h] for key in ("rho", "lo", "hi"))
             ax2.plot(mults, rho, "--", color=c, lw=1.1)
@@ -85,8 +139,8 @@ def plot_bridge(result: dict, out_png: str | Path) -> Path:
         ax2.set_ylim(0, 1.02)
         ax2.set_xlabel(r"$L\,/\,L_{\mathrm{train}}$")
         ax2.set_ylabel(rf"far mass $\rho_D$ (D = {p['D']}, query $L-1$)")
-        ax2.set_title("per head: predicted (dashed, band) vs measured", fontsize=8)
-        ax2.legend(fontsize=6, loc="lower right", frameon=False)
+        ax2.set_title("per head: predicted (dashed) vs measured")
+        ax2.legend(fontsize=6.5, loc="lower right")
         v = result["verdict"]
         sp.caption(fig, f"Left: each point is one variant at one length (seed mean); the law is fitted on the other "
                         f"variants. Verdict: {v['n_ok']}/{v['n']} variants within ±{v['tolerance']:.0%} at "

@@ -21,7 +21,10 @@ import math
 import numpy as np
 from scipy.optimize import nnls
 
-__all__ = ["TOLERANCE", "CHECK_MULTIPLES", "features", "fit", "leave_one_variant_out", "verdict", "crossing"]
+from .bridge_skill import skill_table
+
+__all__ = ["TOLERANCE", "CHECK_MULTIPLES", "features", "fit", "leave_one_variant_out", "verdict", "rejudged",
+           "crossing"]
 
 #: relative tolerance of the predicted PPL ratio
 TOLERANCE = 0.25
@@ -126,8 +129,17 @@ def verdict(lovo: dict, tolerance: float = TOLERANCE, multiples=CHECK_MULTIPLES)
         per[r["variant"]] = {"errors": errs,
                              "ok": all(e is not None and abs(e) <= tolerance for e in errs.values())}
     n_ok = sum(p["ok"] for p in per.values())
-    return {"holds": bool(per) and n_ok == len(per), "n_ok": n_ok, "n": len(per), "tolerance": tolerance,
-            "multiples": list(multiples), "variants": per,
+    skill = skill_table(lovo["rows"]) if lovo["rows"] else None
+    return {"holds": bool(per) and n_ok == len(per) and bool(skill and skill["positive_skill"]), "n_ok": n_ok,
+            "n": len(per), "tolerance": tolerance, "multiples": list(multiples), "variants": per, "skill": skill,
             "horizon_ok": sum(bool(r["horizon_ok"]) for r in lovo["rows"]),
             "rule": f"every left-out variant's predicted PPL(L)/PPL(L_train) within ±{tolerance:.0%} of the "
-                    f"measured at {' and '.join(f'{m}×' for m in multiples)} (metric: the last L_train targets)"}
+                    f"measured at {' and '.join(f'{m}×' for m in multiples)} (metric: the last L_train targets), "
+                    "and the pooled skill against both null forecasts (≡ 1; degrades like RoPE) above 0 (95%)"}
+
+
+def rejudged(result: dict) -> dict:
+    """The verdict of a saved bridge result recomputed by the current rule (:func:`verdict`) from its left-out
+    forecasts, so a result saved before the skill rule is judged by it too."""
+    v = result["verdict"]
+    return verdict(result["lovo"], tolerance=v["tolerance"], multiples=v["multiples"])

@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from .bridge_combined import fmt_ci
+from .bridge_ppl import rejudged
 
 __all__ = ["summary_text", "csv_text", "bridge_markdown"]
 
@@ -79,7 +80,7 @@ def csv_text(res: dict) -> str:
 
 def bridge_markdown(result: dict) -> str:
     """The bridge section of ``paper_checks.md``: verdict row, leave-one-variant-out table, combined table."""
-    v, p = result["verdict"], result["params"]
+    v, p = rejudged(result), result["params"]
     ms = v["multiples"]
     lines = ["## Bridge — far mass predicted from L ≤ L_train, and perplexity from far mass", "",
              f"Command: `stylized transformer bridge --preset {p['preset']}`; figure `figures/transformer_bridge.png`; "
@@ -102,6 +103,7 @@ def bridge_markdown(result: dict) -> str:
         lines.append(f"| {r['variant']} | {len(r['seeds'])} | " + " | ".join(cells)
                      + f" | {_hz(r['horizon_measured'], r['multiples'])} / {_hz(r['horizon_predicted'], r['multiples'])} | "
                      f"{'yes' if v['variants'][r['variant']]['ok'] else '**no**'} |")
+    lines += _skill_lines(v["skill"])
     c = result["combined"]
     g = c.get("goal", {})
     lines += ["", f"### Far-mass controls (seeds pooled; {c.get('n_windows', 'n/a')} paired windows, "
@@ -117,3 +119,22 @@ def bridge_markdown(result: dict) -> str:
                      + (f"{r['dlog_ppl_vs_best']:+.3f} [{d[0]:+.3f}, {d[1]:+.3f}]" if d else "—")
                      + f" | {'yes' if r.get('goal') else ('no' if 'goal' in r else 'reference')} |")
     return "\n".join(lines) + "\n"
+
+
+def _skill_lines(sk: dict | None) -> list[str]:
+    """The bridge's skill against the two null forecasts (:mod:`.bridge_skill`), pooled and per variant."""
+    if not sk:
+        return []
+    pooled = sk["pooled"]
+    out = ["", f"**Skill against null forecasts** ({sk['metric']}, multiples {', '.join(f'{m}×' for m in sk['multiples'])};"
+           " skill = 1 − error/null error; pooled over the left-out variants with a 95% bootstrap interval over "
+           f"variants, {next(iter(pooled.values()))['n_boot']} draws): "
+           + "; ".join(f"against *{k}* {_f(x['skill'], 2)} [{_f(x['ci_low'], 2)}, {_f(x['ci_high'], 2)}] "
+                       f"({x['n_variants']} variants, {'positive' if x['positive'] else '**not shown positive**'})"
+                       for k, x in pooled.items()) + ".", "",
+           "| left-out variant | error | error of ≡ 1 | skill vs ≡ 1 | error of like-RoPE | skill vs like-RoPE |",
+           "|---|---|---|---|---|---|"]
+    for r in sk["variants"]:
+        out.append(f"| {r['variant']} | {_f(r['error'])} | {_f(r['error_flat'])} | {_f(r['skill_flat'], 2)} | "
+                   f"{_f(r['error_like-rope'])} | {_f(r['skill_like-rope'], 2)} |")
+    return out

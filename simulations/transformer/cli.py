@@ -33,6 +33,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     _check("variant", args.variant, VARIANTS)
     _check("preset", args.preset, PRESET_NAMES)
+    if args.resume and args.force:
+        raise InvalidInput("--resume with --force: --resume continues the checkpoint, --force retrains over it; pass one")
     from .train import checkpoint_path
 
     path = checkpoint_path(args.preset, args.variant, args.seed, args.results_dir)
@@ -204,8 +206,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     common(c)
     c.add_argument("--variants", default=None, type=arg_type(Choices(*VARIANTS), keep_text=True),
                    help=f"comma-separated (default {','.join(MAIN_VARIANTS)})")
-    c.add_argument("--seeds", default=None, type=arg_type(IntList(0, 2**32 - 1), keep_text=True), help="seeds of rope, random-*, learned-* (default 0,1,2)")
-    c.add_argument("--extra-seeds", default=None, type=arg_type(IntList(0, 2**32 - 1), keep_text=True), help="seeds of the other variants (default 0)")
+    c.add_argument("--seeds", default=None, type=arg_type(IntList(0, 2**32 - 1), keep_text=True), help="seeds of rope, random-*, learned-* (default: the preset's; cpu: 0-2, learned-* 0-4)")
+    c.add_argument("--extra-seeds", default=None, type=arg_type(IntList(0, 2**32 - 1), keep_text=True), help="seeds of the other variants (default: the preset's; cpu: alibi, nope, path 0-2, others 0)")
     c.add_argument("--workers", type=arg_type(Int(1, 64)), default=1,
                    help="(variant, seed) jobs run at once, one torch thread each (default 1; 2 on a 2-core machine)")
     c.add_argument("--steps", type=arg_type(Int(1, 10**7)), default=None)

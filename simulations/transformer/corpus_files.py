@@ -46,13 +46,13 @@ def text_files(path: str | os.PathLike) -> list[Path]:
     if p.is_file():
         return [p]
     if not p.is_dir():
-        raise ValueError(f"data={str(path)!r} is not one of: builtin, owt, an existing file/folder")
+        raise InvalidInput(f"--data: {str(path)!r} is not one of: builtin, owt, an existing file/folder")
     files = sorted(
         (f for f in p.rglob("*") if f.is_file() and f.suffix in TEXT_SUFFIXES),
         key=lambda f: f.relative_to(p).as_posix(),
     )
     if not files:
-        raise ValueError(f"data={str(path)!r}: no *.txt/*.py/*.md files found")
+        raise InvalidInput(f"--data: {str(path)!r}: no *.txt/*.py/*.md files found")
     return files
 
 
@@ -90,10 +90,10 @@ def owt_dir(spec: str | os.PathLike | None = None) -> Path:
             f"or set {OWT_ENV}; the folder holds {'/'.join('*' + x for x in OWT_SUFFIXES)} files "
             "with a 'text' column/field")
     if not spec:
-        raise ValueError(hint)
+        raise InvalidInput("--data: " + hint)
     p = Path(spec).expanduser()
     if not p.is_dir():
-        raise ValueError(f"data='owt': {str(p)!r} is not a folder. {hint}")
+        raise InvalidInput(f"--data: {str(p)!r} is not a folder. {hint}")
     return p
 
 
@@ -103,7 +103,7 @@ def owt_files(root: str | os.PathLike) -> list[Path]:
     files = sorted((f for f in root.rglob("*") if f.is_file() and f.suffix in OWT_SUFFIXES),
                    key=lambda f: f.relative_to(root).as_posix())
     if not files:
-        raise ValueError(f"data='owt': no {'/'.join('*' + x for x in OWT_SUFFIXES)} files under {str(root)!r}")
+        raise InvalidInput(f"--data: owt: no {'/'.join('*' + x for x in OWT_SUFFIXES)} files under {str(root)!r}")
     return files
 
 

@@ -43,6 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
+from stylized.errors import InvalidInput
+
 from . import tokenizer as bpe
 from .corpus_files import (  # noqa: F401 (re-exported: the corpus's files, read and checked)
     _EXCLUDE_DIRS,
@@ -250,7 +252,8 @@ def _build_owt(files, max_bytes, tokenizer, vocab, key, cache, batch_docs, root)
             flush("train")
             flush("val")
         if n["train"] == 0 or n["val"] == 0:
-            raise ValueError(f"data='owt': {str(root)!r} gave {n_docs} documents; need at least 2")
+            raise InvalidInput(f"--data: owt: {str(root)!r} gave {n_docs} document(s); need at least 2 "
+                               "(one trained on, one held out)")
         for s in ("train", "val"):
             os.replace(tmp[s], cache / f"owt-{key}-{s}.bin")
     finally:

@@ -38,7 +38,6 @@ from .evaluate import (
     evaluate_checkpoint,
     load_window_losses,
     read_loss_cache,
-    save_png,
     weights_digest,
     window_ends,
     write_loss_cache,
@@ -271,35 +270,42 @@ def run_far_context(preset: str = "cpu", variants: list[str] | None = None, *, w
 
 
 def plot_far_context(result_json: str | os.PathLike, out_png: str | os.PathLike) -> Path:
-    """Far-context ratio vs L/L_train per variant (log-x), 95% intervals as bands."""
-    import matplotlib
+    """Far-context ratio vs L/L_train per variant (log-log), 95% intervals as bands; PNG and PDF.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    Drawn and saved through :mod:`stylized.plotting` (the project's theme); each variant keeps its hue and
+    marker of every transformer figure (:func:`stylized.plotting.variant_style`).
+    """
+    from matplotlib.ticker import NullLocator
+
+    from stylized import plotting as sp
 
     res = json.loads(Path(result_json).read_text())
-    fig, ax = plt.subplots(figsize=(6.5, 3.6))
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for i, v in enumerate(res["params"]["variants"]):
-        rs = sorted((r for r in res["rows"] if r["variant"] == v), key=lambda r: r["multiple"])
-        m = [r["multiple"] for r in rs]
-        c = colors[i % len(colors)]
-        ax.plot(m, [r["ratio"] for r in rs], "o-", ms=3, lw=1.2, color=c,
-                label=f"{v} ({rs[0]['seeds']} seed{'s' if rs[0]['seeds'] > 1 else ''})")
-        ax.fill_between(m, [r["ci_low"] for r in rs], [r["ci_high"] for r in rs], color=c, alpha=0.15, lw=0)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    from matplotlib.ticker import FuncFormatter
-
-    for axis in (ax.yaxis,):
-        axis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
-        axis.set_minor_formatter(FuncFormatter(lambda y, _: f"{y:g}" if f"{y:g}"[0] in "2357" else ""))
-    ms = res["params"]["multiples"]
-    ax.set_xticks(ms, [f"{m}" for m in ms])
-    ax.axhline(1.0, color="gray", lw=0.6)
-    ax.set_xlabel(r"$L\,/\,L_{\mathrm{train}}$")
-    ax.set_ylabel("far-context ratio\n" + r"$e^{\,\bar\ell(\mathrm{full}\ L) - \bar\ell(\mathrm{last}\ L_{\mathrm{train}})}$")
-    ax.set_title(f"far-context use, preset '{res['params']['preset']}' (L_train={res['params']['L_train']}); "
-                 "< 1: far context helps; band: 95% CI", fontsize=8)
-    ax.legend(fontsize=6.5, ncol=2)
-    return save_png(fig, out_png)
+    p = res["params"]
+    with sp.theme():
+        fig, (ax,) = sp.figure(1, 1, width=5.6, height=3.3)
+        for i, v in enumerate(p["variants"]):
+            rs = sorted((r for r in res["rows"] if r["variant"] == v), key=lambda r: r["multiple"])
+            if not rs:
+                continue
+            st = sp.variant_style(v, i)
+            m = [r["multiple"] for r in rs]
+            ax.plot(m, [r["ratio"] for r in rs], "-", marker=st["marker"], ms=3.5, color=st["color"],
+                    label=f"{v} ({rs[0]['seeds']} seed{'s' if rs[0]['seeds'] > 1 else ''})")
+            ax.fill_between(m, [r["ci_low"] for r in rs], [r["ci_high"] for r in rs], color=st["color"], alpha=0.12,
+                            lw=0)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        sp.readable_log_axis(ax.yaxis, subs=(1.0, 1.5, 2.0, 3.0, 5.0, 7.0))
+        ms = p["multiples"]
+        ax.set_xticks(ms, [f"{m}" for m in ms])
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.axhline(1.0, color="0.4", lw=0.6)
+        ax.set_xlabel(r"$L\,/\,L_{\mathrm{train}}$")
+        ax.set_ylabel("far-context ratio\n" + r"$e^{\,\bar\ell(\mathrm{full}\ L) - \bar\ell(\mathrm{last}\ L_{\mathrm{train}})}$")
+        ax.set_title("far-context use (< 1: the far context helps)")
+        fig.legend(*ax.get_legend_handles_labels(), loc="outside right center", fontsize=6.5)
+        sp.caption(fig, f"Preset '{p['preset']}' (L_train = {p['L_train']}): loss on the last L_train targets of each window "
+                        "read with the full length-L context against a sliding window of the last L_train tokens "
+                        "(ratio = exp of the mean per-window loss difference); pooled over seeds; band: 95% paired "
+                        "bootstrap interval over windows and seeds.")
+        return sp.save(fig, out_png)

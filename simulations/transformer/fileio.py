@@ -15,10 +15,12 @@
 
 from __future__ import annotations
 
+import errno
 import numbers
 import os
 import pickle
 import re
+import shutil
 import tempfile
 import warnings
 import zipfile
@@ -261,11 +263,35 @@ def save_checkpoint(path: str | os.PathLike, state: dict) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
-        torch.save(state, tmp)
+        try:
+            torch.save(state, tmp)
+        except RuntimeError as e:  # torch's writer reports a full disk as "[enforce fail …] unexpected pos"
+            why = errno.ENOSPC if _free_bytes(path.parent) < (1 << 20) else errno.EIO
+            raise OSError(why, f"{os.strerror(why)}: writing {path} failed ({str(e).splitlines()[0][:120]})") from None
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _free_bytes(directory: str | os.PathLike) -> int:
+    """Free bytes on the file system of ``directory`` (its nearest existing folder); a huge number if unknown."""
+    p = Path(directory).absolute()
+    while not p.exists() and p.parent != p:
+        p = p.parent
+    try:
+        return shutil.disk_usage(p).free
+    except OSError:
+        return 1 << 62
+
+
+def check_space(directory: str | os.PathLike, need: int, option: str, what: str = "the checkpoint") -> None:
+    """Refuse (:class:`~stylized.InvalidInput` naming ``option``) before any work when the file system of
+    ``directory`` has less than ``need`` bytes free."""
+    free = _free_bytes(directory)
+    if free < need:
+        raise InvalidInput(f"{option}: {_shown(directory)} has {free:,} bytes free; {what} needs about {need:,} "
+                           "(free some space or pass another folder)")
 
 
 def check_dir(directory: str | os.PathLike, option: str, what: str | os.PathLike | None = None) -> None:
@@ -285,7 +311,11 @@ def check_dir(directory: str | os.PathLike, option: str, what: str | os.PathLike
 def check_figure(path: str | os.PathLike, option: str = "--figure") -> None:
     """Prove that the figure ``path`` (and the PDF written beside it) can be written."""
     p = Path(path)
-    if p.is_dir():
+    try:
+        folder = p.is_dir()
+    except OSError as e:  # a name too long, a loop of links: not writable either
+        raise InvalidInput(f"{option}: {_shown(p)} cannot be written ({e.strerror or type(e).__name__})") from None
+    if folder:
         raise InvalidInput(f"{option}: {_shown(p)} is a folder; give a file name such as {_shown(p / 'figure.png')}")
     if not p.name or p.name in (".", ".."):
         raise InvalidInput(f"{option}: {_shown(p)} is not a file name")

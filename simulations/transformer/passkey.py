@@ -265,45 +265,58 @@ def run_passkey(preset: str = "cpu", variants: list[str] | None = None, *, worke
 
 
 def plot_passkey(result_json: str | os.PathLike, out_png: str | os.PathLike) -> Path:
-    """Accuracy heatmaps (depth × L/L_train), one panel per variant."""
-    import matplotlib
+    """Passkey accuracy (all depths pooled) against L/L_train, one line per variant, with chance; PNG and PDF.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    One panel on a log accuracy axis: a variant's pooled accuracy with its 95% Wilson interval; a length at
+    which no trial succeeded is drawn as a hollow downward triangle at the interval's upper end (what was
+    measured: accuracy below that bound), the variants nudged apart along x so that none hides another.
+    Drawn and saved through :mod:`stylized.plotting` (the project's theme).
+    """
+    from stylized import plotting as sp
 
     res = json.loads(Path(result_json).read_text())
     p = res["params"]
-    vs, ms, ds = p["variants"], p["multiples"], p["depths"]
-    ncol = min(4, len(vs))
-    nrow = -(-len(vs) // ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(7.0, 1.9 * nrow + 0.6), squeeze=False, sharex=True, sharey=True)
-    im = None
-    for ax, v in zip(axes.flat, vs):
-        a = np.full((len(ds), len(ms)), np.nan)
-        for r in res["rows"]:
-            if r["variant"] == v:
-                a[ds.index(r["depth"]), ms.index(r["multiple"])] = r["accuracy"]
-        im = ax.imshow(a, vmin=0, vmax=1, cmap="viridis", aspect="auto", origin="lower")
-        for (i, j), val in np.ndenumerate(a):
-            if np.isfinite(val):
-                ax.text(j, i, f"{100 * val:.0f}", ha="center", va="center", fontsize=4.5,
-                        color="black" if val > 0.6 else "white")
-        ax.set_title(v, fontsize=8)
-        ax.set_xticks(range(len(ms)), [str(m) for m in ms], fontsize=6)
-        ax.set_yticks(range(len(ds)), [f"{d:g}" for d in ds], fontsize=6)
-    for ax in axes.flat[len(vs):]:
-        ax.axis("off")
-    for ax in axes[-1]:
-        ax.set_xlabel(r"$L/L_{train}$", fontsize=7)
-    for ax in axes[:, 0]:
-        ax.set_ylabel("key depth", fontsize=7)
-    fig.suptitle(f"passkey accuracy, preset '{p['preset']}' (L_train={p['L_train']}, {p['n_digits']} digits, "
-                 f"{p['fraction']:.0%} of training sequences; {p['trials']}/{p['trials_long']} trials per cell)",
-                 fontsize=7.5, y=1.0 + 0.12 / nrow)
-    if im is not None:
-        fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8, label="accuracy")
-    out = Path(out_png)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=130, bbox_inches="tight")
-    plt.close(fig)
-    return out
+    vs, ms = p["variants"], p["multiples"]
+    pooled = res.get("pooled") or []
+    chance = float(p.get("chance", 10.0 ** -p["n_digits"]))
+    with sp.theme():
+        fig, (ax,) = sp.figure(1, 1, width=5.2, height=3.2)
+        spread = 0.6  # log2 units between the first and the last variant at one length
+        tops = [chance]
+        for i, v in enumerate(vs):
+            rs = sorted((r for r in pooled if r["variant"] == v), key=lambda r: r["multiple"])
+            if not rs:
+                continue
+            st = sp.variant_style(v, i)
+            x = np.array([r["multiple"] for r in rs], float) * 2.0 ** (spread * (i / max(len(vs) - 1, 1) - 0.5))
+            acc, lo, hi = (np.array([r[k] for r in rs], float) for k in ("accuracy", "ci_low", "ci_high"))
+            tops += list(hi)
+            zero = np.array([r["correct"] == 0 for r in rs])
+            ax.plot(x, np.where(zero, np.nan, acc), "-", color=st["color"], lw=0.9)
+            if (~zero).any():
+                ax.errorbar(x[~zero], acc[~zero], yerr=[acc[~zero] - lo[~zero], hi[~zero] - acc[~zero]],
+                            fmt=st["marker"], ms=4, color=st["color"], ls="none")
+            if zero.any():  # an upper limit: the hollow marker at the bound, an arrow down
+                ax.errorbar(x[zero], hi[zero], yerr=hi[zero] * 0.45, uplims=True, fmt=st["marker"], mfc="none",
+                            ms=4, color=st["color"], ls="none", elinewidth=0.7, capsize=1.5)
+            ax.plot([], [], st["marker"], color=st["color"], ms=4, label=v)  # legend: the variant's hue and marker
+        ax.axhline(chance, color="0.3", ls="--", lw=0.9, label=f"chance $10^{{-{p['n_digits']}}}$")
+        ax.plot([], [], "o", mfc="none", ms=4, color="0.3", label="hollow ↓: 0 correct,\n95% upper bound")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ms, [f"{m:g}" for m in ms])
+        ax.minorticks_off()
+        ax.set_yscale("log")
+        ax.set_ylim(chance / 3, 1.3)
+        ax.set_xlabel(r"$L\,/\,L_{\mathrm{train}}$")
+        ax.set_ylabel(f"passkey accuracy ({p['n_digits']} digits, all depths)")
+        n_ok = sum(r["correct"] for r in pooled)
+        ax.set_title("no variant retrieved the key at any length" if pooled and n_ok == 0 else
+                     "passkey retrieval past the training length")
+        fig.legend(*ax.get_legend_handles_labels(), loc="outside right center", fontsize=6.5)
+        n_short = len(p["depths"]) * p["trials"]
+        n_long = len(p["depths"]) * p["trials_long"]
+        sp.caption(fig, f"Preset '{p['preset']}': L_train = {p['L_train']}, {p['steps']} steps, "
+                        f"{p['fraction']:.0%} of training sequences carry a passkey. Accuracy pooled over key depths "
+                        f"{', '.join(f'{d:g}' for d in p['depths'])}: {n_short} trials per point up to 16×, "
+                        f"{n_long} beyond; bars: 95% Wilson interval (hollow markers with an arrow: its upper end when no trial succeeded). Variants nudged apart along x.")
+        return sp.save(fig, out_png)

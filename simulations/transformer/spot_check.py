@@ -25,6 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from stylized.errors import InvalidInput
 from stylized.options import Choice, Int, arg_type
 from stylized.results import Stopwatch
 
@@ -40,9 +41,11 @@ def _committed(preset: str, variant: str, seed: int) -> tuple[dict, dict[int, di
     """The committed evaluation-cache key and the committed per-multiple rows of (variant, seed)."""
     cache = eval_cache_path(checkpoint_path(preset, variant, seed))
     compare = results_root() / f"{preset}_compare.json"
-    for path in (cache, compare):
-        if not path.exists():
-            raise ValueError(f"committed result {path} is missing: nothing to compare with")
+    if not compare.exists():
+        raise InvalidInput(f"--preset {preset}: no committed {preset} run to compare with ({compare} is missing)")
+    if not cache.exists():  # each option valid alone; together they name a run that was not committed
+        raise InvalidInput(f"--variant {variant} with --seed {seed} (--preset {preset}): no committed run to compare "
+                           f"with ({cache} is missing)")
     try:
         key = json.loads(cache.read_text(encoding="utf-8"))["key"]
         rows = {int(r["multiple"]): r for r in json.loads(compare.read_text(encoding="utf-8"))["per_seed"]
@@ -53,7 +56,7 @@ def _committed(preset: str, variant: str, seed: int) -> tuple[dict, dict[int, di
         raise ValueError(f"committed results {cache} / {compare} are unusable ({type(e).__name__}: "
                          f"{str(e).splitlines()[0][:80] if str(e) else ''})") from None
     if not rows:
-        raise ValueError(f"{compare} has no rows for {variant} seed {seed}")
+        raise InvalidInput(f"--variant {variant} with --seed {seed}: {compare} has no rows for this run")
     return key, rows
 
 

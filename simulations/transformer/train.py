@@ -26,6 +26,7 @@ from stylized.results import results_dir as _results_dir
 from .data import DEFAULT_MAX_BYTES, TOKENIZERS, Corpus, load_corpus
 from .fileio import (
     check_dir,
+    check_space,
     load_training_state,
     load_weights,
     read_checkpoint,
@@ -188,6 +189,9 @@ def make_configs(
         raise ValueError(f"schedule={tcfg.schedule!r} is not one of: cosine, phases")
     if tcfg.tokenizer not in TOKENIZERS:
         raise ValueError(f"tokenizer={tcfg.tokenizer!r} is not one of: {', '.join(TOKENIZERS)}")
+    if overrides.get("bpe_vocab") is not None and tcfg.tokenizer != "bpe":  # two options that do not fit together
+        raise InvalidInput(f"--bpe-vocab {overrides['bpe_vocab']} with --tokenizer {tcfg.tokenizer}: a BPE vocabulary "
+                           "is only used with --tokenizer bpe (pass --tokenizer bpe, or drop --bpe-vocab)")
     return GPTConfig(variant=variant, **p["model"]), tcfg, EvalConfig(**p["eval"])
 
 
@@ -374,6 +378,9 @@ def train(
         mcfg = GPTConfig(**{**mcfg.to_dict(), "vocab_size": corpus.vocab_size})
 
     model, opt = build_model(mcfg, tcfg, device, device == "cuda")
+    # before the first step: room for the checkpoint (weights and Adam's two moments, plus the metadata)
+    check_space(path.parent, 3 * sum(p.numel() * p.element_size() for p in model.parameters()) + (1 << 16),
+                "--results-dir")
     step = 0
     history: list[tuple[int, float]] = []
     if ck is not None:

@@ -79,3 +79,63 @@ def _saved(tmp_path: Path, obj, name: str = "rope.pt", **kw) -> Path:
     p = tmp_path / name
     torch.save(obj, p, **kw)
     return p
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the slow, scaled variants (``make fuzz``): ``$STYLIZED_FUZZ_EXAMPLES`` inputs (default 10,000) split over the
+# fault kinds by SHARE; every input is counted in TRIED and a hard failure (any escape: an assertion of the
+# contract, another exception, a hang past HANG_S) in FAILED, reported like ``tests/test_fuzz_cli.py``
+# ---------------------------------------------------------------------------------------------------------
+import collections  # noqa: E402
+import os  # noqa: E402
+import signal  # noqa: E402
+
+from hypothesis import HealthCheck as _HC  # noqa: E402
+
+FUZZ_N = int(os.environ.get("STYLIZED_FUZZ_EXAMPLES", 10_000))
+# shares sum to 1.06: the destinations and contradictions skip the few draws that do not apply here (a file
+# system this process may not mount, a committed run that would be retrained), so the total stays ≥ N
+SHARE = {"checkpoint bytes": .08, "checkpoint truncated": .08, "checkpoint bit flips": .08,
+         "checkpoint entries": .10, "commands x checkpoints": .15, "cache text": .08, "cache garbage": .10,
+         "corpus jsonl": .10, "corpus text": .06, "destinations": .13, "contradictions": .10}
+TRIED: collections.Counter = collections.Counter()
+FAILED: collections.Counter = collections.Counter()
+HANG_S = 120
+
+
+def slow(kind: str) -> settings:
+    """Hypothesis settings of the slow variant of ``kind``: its share of ``$STYLIZED_FUZZ_EXAMPLES``."""
+    return settings(max_examples=max(1, round(FUZZ_N * SHARE[kind])), deadline=None,
+                    suppress_health_check=list(_HC))
+
+
+def _hang(signum, frame):
+    raise TimeoutError(f"hang: no answer in {HANG_S} s")
+
+
+def counted(kind: str, fn, *args, **kw):
+    """Run one fuzz input of ``kind``: counted in TRIED, and in FAILED when it escapes the contract."""
+    TRIED[kind] += 1
+    old = signal.signal(signal.SIGALRM, _hang)
+    signal.alarm(HANG_S)
+    try:
+        return fn(*args, **kw)
+    except BaseException:
+        FAILED[kind] += 1
+        raise
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def refused_or_none(fn, *names: str):
+    """``fn()``'s value, or ``None`` when it refuses with one :class:`InvalidInput` line naming ``names``;
+    any other exception escapes (a hard failure)."""
+    try:
+        return fn()
+    except InvalidInput as e:
+        msg = str(e)
+        assert "\n" not in msg and len(msg) < 600, msg
+        for n in names:
+            assert n in msg, (n, msg)
+        return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 
@@ -29,3 +30,17 @@ def good_bytes(good) -> bytes:
 def good_ck(good) -> dict:
     torch = pytest.importorskip("torch")
     return torch.load(good, map_location="cpu", weights_only=True)
+
+
+@pytest.fixture(scope="module")
+def text_dir(tmp_path_factory) -> Path:
+    """A small text corpus: 20 files of random words in two sub-folders, and a binary file to be ignored."""
+    d = tmp_path_factory.mktemp("corpus")
+    rng = np.random.default_rng(0)
+    words = ["alpha", "beta", "gamma", "delta", "def", "return", "(x)", "\n", "  ", "=", "1"]
+    for i in range(20):
+        sub = d / ("b" if i % 2 else "a")
+        sub.mkdir(exist_ok=True)
+        (sub / f"f{i:02d}.txt").write_text(" ".join(rng.choice(words, 400)))
+    (d / "ignored.bin").write_bytes(b"\x00" * 100)
+    return d

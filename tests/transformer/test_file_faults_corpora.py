@@ -102,3 +102,21 @@ def test_compare_checks_the_held_out_split_before_training(tmp_path, capsys):
                        "--results-dir", str(tmp_path / "r"), "--steps", "1", "--threads", "1"], capsys)
     _assert_refused(rc, err, "--data:", "validation")
     assert not list((tmp_path / "r").rglob("*.pt"))
+
+
+@pytest.mark.parametrize("docs", [[], ["only one"], [""]])
+def test_owt_with_fewer_than_two_documents_names_data(docs, tmp_path, monkeypatch):
+    """Found by the slow fuzz: a plain ValueError (``data='owt': …``), not a refusal naming ``--data``."""
+    monkeypatch.setenv("STYLIZED_DATA_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "owt").mkdir()
+    (tmp_path / "owt" / "a.jsonl").write_text("".join(json.dumps({"text": d}) + "\n" for d in docs) or "\n")
+    _one_line_refusal(lambda: tdata.load_corpus(f"owt:{tmp_path / 'owt'}", None), "--data:", "need at least 2")
+
+
+@pytest.mark.parametrize("where", ["missing", "empty-folder", "owt-not-a-folder"])
+def test_data_paths_name_data(where, tmp_path, monkeypatch):
+    (tmp_path / "empty").mkdir()
+    spec = {"missing": str(tmp_path / "nope.txt"), "empty-folder": str(tmp_path / "empty"),
+            "owt-not-a-folder": f"owt:{tmp_path / 'nope'}"}[where]
+    monkeypatch.setenv("STYLIZED_DATA_CACHE", str(tmp_path / "cache"))
+    _one_line_refusal(lambda: tdata.load_corpus(spec, None), "--data:")

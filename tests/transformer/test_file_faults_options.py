@@ -157,3 +157,59 @@ def test_check_dir_leaves_nothing_behind(tmp_path):
     assert list(tmp_path.iterdir()) == []
     fileio.check_figure(tmp_path / "x" / "fig.png")
     assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------------------------------
+# regressions found by the slow fuzz (test_file_faults_slow*): each a one-line refusal naming the option
+# ---------------------------------------------------------------------------------------------------------
+def test_figure_with_a_name_too_long_is_refused(tmp_path, capsys):
+    """``Path.is_dir`` raised ENAMETOOLONG: an internal error (exit 3) instead of a refusal naming --figure."""
+    figure = tmp_path / ("n" * 300) / "f.png"
+    rc, err, _ = _run(["transformer", "compare", "--variants", "nope", "--seeds", "0", "--steps", "2", "--results-dir",
+                       str(tmp_path / "r"), "--figure", str(figure), "--threads", "1"], capsys)
+    _assert_refused(rc, err, "--figure:", "cannot be written")
+
+
+@pytest.mark.parametrize("argv", [["train", "--variant", "rope", "--tokenizer", "bytes"], ["train", "--variant", "nope"],
+                                  ["compare", "--variants", "nope", "--seeds", "0", "--tokenizer", "bytes"]])
+def test_bpe_vocab_without_bpe_is_refused(argv, tmp_path, capsys):
+    """``--bpe-vocab`` with the bytes tokenizer (given, or the preset's) was accepted and ignored."""
+    rc, err, _ = _run(["transformer", *argv, "--bpe-vocab", "300", "--steps", "1", "--results-dir", str(tmp_path),
+                       "--threads", "1"], capsys)
+    _assert_refused(rc, err, "--bpe-vocab", "--tokenizer")
+    assert not list(tmp_path.rglob("*.pt"))
+
+
+@pytest.mark.parametrize("extra,names", [(["--variant", "fox", "--seed", "3"], ("--variant", "--seed")),
+                                         (["--seed", "4000000000"], ("--variant", "--seed")),
+                                         (["--preset", "smoke"], ("--preset",))])
+def test_spot_check_without_a_committed_run_names_the_options(extra, names, tmp_path, capsys):
+    """A (variant, seed, preset) with no committed run: exit 2 named a file, not the options."""
+    rc, err, _ = _run(["spot-check", *extra, "--scratch", str(tmp_path / "s")], capsys)
+    _assert_refused(rc, err, *names)
+    assert not (tmp_path / "s").exists()
+
+
+def test_too_little_space_for_the_checkpoint_is_found_before_training(tmp_path, monkeypatch, capsys):
+    """A full disk was found by the checkpoint write after training (torch's RuntimeError: exit 3)."""
+    monkeypatch.setattr(fileio, "_free_bytes", lambda d: 4096)
+    rc, err, _ = _run(["transformer", "train", "--variant", "rope", "--steps", "1", "--results-dir", str(tmp_path),
+                       "--threads", "1"], capsys)
+    _assert_refused(rc, err, "--results-dir:", "bytes free")
+    assert not list(tmp_path.rglob("*.pt")) and not list(tmp_path.rglob("*.tmp"))
+
+
+def test_torch_write_failure_is_an_oserror_and_leaves_nothing(tmp_path, monkeypatch):
+    """torch.save on a full disk raises RuntimeError ('unexpected pos'): now an OSError, the temporary removed."""
+    import errno
+
+    def full(obj, f, *a, **k):
+        Path(f).write_bytes(b"PK\x03\x04")
+        raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 64 vs 0")
+
+    monkeypatch.setattr(fileio.torch, "save", full)
+    monkeypatch.setattr(fileio, "_free_bytes", lambda d: 0)
+    with pytest.raises(OSError) as e:
+        fileio.save_checkpoint(tmp_path / "rope.pt", {"model": {}})
+    assert e.value.errno == errno.ENOSPC and "rope.pt" in str(e.value)
+    assert list(tmp_path.iterdir()) == []

@@ -24,19 +24,6 @@ torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="module")
-def text_dir(tmp_path_factory):
-    d = tmp_path_factory.mktemp("corpus")
-    rng = np.random.default_rng(0)
-    words = ["alpha", "beta", "gamma", "delta", "def", "return", "(x)", "\n", "  ", "=", "1"]
-    for i in range(20):
-        sub = d / ("b" if i % 2 else "a")
-        sub.mkdir(exist_ok=True)
-        (sub / f"f{i:02d}.txt").write_text(" ".join(rng.choice(words, 400)))
-    (d / "ignored.bin").write_bytes(b"\x00" * 100)
-    return d
-
-
-@pytest.fixture(scope="module")
 def corpus(text_dir):
     return data.load_path(text_dir)
 

@@ -1,4 +1,4 @@
-"""C6 verdicts (paired bootstrap over windows and seeds) and the table-lr sweep's rule and measurements."""
+"""C6 verdicts (Welch on per-seed means; the pooled bootstrap kept for summaries) and the table-lr sweep."""
 
 from __future__ import annotations
 
