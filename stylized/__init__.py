@@ -46,11 +46,14 @@ __all__ = [name for names in _LAZY.values() for name in names]
 
 
 def __getattr__(name: str):
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'stylized' has no attribute {name!r}")
     import importlib
+    import importlib.util
 
+    module = _WHERE.get(name)
+    if module is None:  # a submodule not imported yet (``stylized.api``), as without the lazy names
+        if not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+            return importlib.import_module(f".{name}", __name__)
+        raise AttributeError(f"module 'stylized' has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value  # later lookups skip this function
     return value

@@ -18,7 +18,7 @@ __all__ = ["MAX_ROWS", "table", "compact_table"]
 
 MAX_ROWS = 20
 _LONG = 24  # a text column whose cells are longer than this is left out of the compact table
-_VERDICT_KEYS = ("agrees", "within_joint_ci", "consistent", "in_verdict")
+_VERDICT_KEYS = ("agrees", "within_joint_ci", "consistent", "passes", "bound_holds", "in_verdict")
 
 
 def _keys(rows: list[dict]) -> list[str]:
@@ -41,7 +41,7 @@ def table(rows: list[dict]) -> str:
 
 
 def _fails(r: dict) -> bool:
-    return any(r.get(k) is False for k in ("agrees", "within_joint_ci", "consistent")) and r.get("in_verdict", True)
+    return any(r.get(k) is False for k in _VERDICT_KEYS[:-1]) and r.get("in_verdict", True) is not False
 
 
 def compact_table(rows: list[dict], width: int | None = None, max_rows: int = MAX_ROWS) -> str:

@@ -220,4 +220,4 @@ def main(names: list[str], *, seeds: int = 100, mutants: bool = True, frr: bool 
 
 
 def _pct(e) -> str:
-    return "none ≤ 100%" if e is None else f"{100 * e:.2g}%"
+    return "none ≤ 100%" if e is None else f"{100 * e:.2g}%" if e < 1 else f"{100 * e:.0f}%"

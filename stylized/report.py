@@ -101,7 +101,7 @@ def _falsify_section(checks) -> list[str]:
 
 
 def _pct(e) -> str:
-    return "none ≤ 100%" if e is None else f"{100 * e:.2g}%"
+    return "none ≤ 100%" if e is None else f"{100 * e:.2g}%" if e < 1 else f"{100 * e:.0f}%"
 
 
 def _power_section(checks) -> list[str]:

@@ -285,20 +285,25 @@ def load_result(name: str, directory: Path | None = None) -> dict | None:
     return r
 
 
-def probe_writable(directory: str | os.PathLike, tries: int = 5) -> None:
+def probe_writable(directory: str | os.PathLike, tries: int = 50) -> None:
     """Create the folders ``directory`` lacks, create and remove a probe file in it, then remove the folders it
     created; raises the ``OSError`` that stops it (nothing is left behind either way).
 
     Concurrent runs (``--workers``, sweeps) probe the same folders: a folder that another probe made or removed
-    between our check and our file is tried again (``tries`` times) rather than reported."""
+    between our check and our file is tried again (``tries`` times, after a short random pause that grows with the
+    attempt, so that probes racing on one new folder fall out of step) rather than reported."""
+    import random
+    import time
+
     d = Path(directory)
     for attempt in range(tries):
         try:
             _probe_once(d)
             return
-        except (FileNotFoundError, FileExistsError, NotADirectoryError):
-            if attempt == tries - 1:
+        except (FileNotFoundError, FileExistsError, NotADirectoryError) as e:
+            if attempt == tries - 1 or (isinstance(e, NotADirectoryError) and attempt >= 2):  # a file stays a file
                 raise
+            time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
 
 
 def _probe_once(d: Path) -> None:
