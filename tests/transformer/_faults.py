@@ -139,3 +139,16 @@ def refused_or_none(fn, *names: str):
         for n in names:
             assert n in msg, (n, msg)
         return None
+
+
+def refused_or_intact(p: Path, good_ck: dict) -> None:
+    """A damaged checkpoint is refused in one line, or loads with the weights exactly as saved (a harmless change)."""
+    from simulations.transformer.train import load_model
+
+    try:
+        model, _ = load_model(p, "cpu")
+    except InvalidInput as e:
+        assert "\n" not in str(e)
+        return
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, good_ck["model"][k]), k
