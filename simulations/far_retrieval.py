@@ -355,7 +355,7 @@ def _skip_every_10th(family, N, size, seed, q, backend):
 
 
 def _no_control(control: RetrievalControl) -> RetrievalControl:
-    return RetrievalControl("none", L_train=control.L_train) if control.name in ("alibi", "forget-gate") else control
+    return RetrievalControl("none", L_train=control.L_train) if control.r is not None else control
 
 
 def _window_prop_L(family, q, n, lam, M, L_train):

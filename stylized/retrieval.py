@@ -250,11 +250,8 @@ class RetrievalControl:
     @property
     def r(self) -> float | None:
         """Per-step weight factor (``None`` for ``c = 1``)."""
-        if self.name == "alibi":
-            return math.exp(-self.m)
-        if self.name == "forget-gate":
-            return 1.0 / (1.0 + math.exp(-self.gate))
-        return None
+        decay = _DECAY.get(self.name)
+        return None if decay is None else decay(self)
 
     def log_factor(self, j) -> np.ndarray:
         """``ln c(j) = j ln r`` (0 without a decaying control)."""
@@ -263,7 +260,15 @@ class RetrievalControl:
 
     def kappa(self, M: int) -> float:
         """Logit scale factor ``κ``: ``ln(M+1)/ln L_train`` under log-scaling, else 1."""
-        return math.log(M + 1) / math.log(self.L_train) if self.name == "log-scaling" else 1.0
+        scale = _LOGIT_SCALE.get(self.name)
+        return 1.0 if scale is None else scale(self, M)
+
+
+#: what each control does, in one place: the per-step weight factor ``r`` of a decaying control (ALiBi
+#: ``e^{−m}``, a constant forget gate ``σ(gate)``), and the logit scale ``κ`` of log-scaling (``ln L/ln L_train``,
+#: ``L = M + 1``); a control in neither table leaves both alone
+_DECAY = {"alibi": lambda c: math.exp(-c.m), "forget-gate": lambda c: 1.0 / (1.0 + math.exp(-c.gate))}
+_LOGIT_SCALE = {"log-scaling": lambda c, M: math.log(M + 1) / math.log(c.L_train)}
 
 
 def top_logit_probability(points, weights, d: int, M: int, n: int, control: RetrievalControl, lam: float,
