@@ -214,8 +214,7 @@ def test_no_second_plot_style_remains():
         text = f.read_text(encoding="utf-8")
         if re.search(r"sns\.set_theme|matplotlib\.use\(|\.savefig\(|plt\.subplots\(", text):
             offenders.append(str(f.relative_to(ROOT)))
-    known = {"simulations/transformer/evaluate.py"}  # save_png: no figure of the project uses it any more
-    assert set(offenders) <= known, f"draw or save outside stylized.plotting: {sorted(set(offenders) - known)}"
+    assert offenders == [], f"draw or save outside stylized.plotting: {offenders}"
 
 
 class TestPlotting:

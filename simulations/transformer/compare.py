@@ -29,6 +29,7 @@ from .evaluate import (
     evaluate_checkpoint,
     load_window_losses,
     paper_ratio,
+    parse_losses,
     summarize,
     window_ends,
 )
@@ -149,8 +150,7 @@ def cached_rows(path: Path, variant: str, seed: int, mcfg: GPTConfig, tcfg: Trai
 
     from .model import GPT
 
-    losses = {int(m): {k: np.asarray(v, dtype=float) for k, v in d.items()} for m, d in saved["losses"].items()}
-    rows = summarize(losses, variant, mcfg.block_size, ecfg.n_boot, 0)
+    rows = summarize(parse_losses(saved["losses"]), variant, mcfg.block_size, ecfg.n_boot, 0)
     n_params = GPT(replace(mcfg, variant=variant)).num_params()
     for r in rows:
         r["train_steps"], r["n_params"], r["seed"] = int(key["step"]), n_params, seed

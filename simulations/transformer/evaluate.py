@@ -245,7 +245,8 @@ def cache_problem(saved, fields: tuple[str, ...] | None = None, scalars: tuple[s
     return None
 
 
-def _parsed(d: dict, scalars: tuple[str, ...]) -> dict[int, dict]:
+def parse_losses(d: dict, scalars: tuple[str, ...] = ()) -> dict[int, dict]:
+    """A cache's ``losses`` as ``{multiple: {name: array}}`` (names in ``scalars`` kept as they are)."""
     return {int(m): {k: v if k in scalars else np.asarray(v, dtype=float) for k, v in x.items()} for m, x in d.items()}
 
 
@@ -271,7 +272,7 @@ def read_loss_cache(cpath: Path, key: dict, scalars: tuple[str, ...] = (),
     if why is not None:
         print(f"[eval] {cpath}: unusable cache ({why}); recomputing", file=sys.stderr, flush=True)
         return None
-    return _parsed(saved["losses"], scalars)
+    return parse_losses(saved["losses"], scalars)
 
 
 def write_loss_cache(cpath: Path, key: dict, losses: dict) -> None:
@@ -335,16 +336,4 @@ def load_window_losses(path: str | os.PathLike) -> dict[int, dict[str, np.ndarra
     if why is not None:
         raise InvalidInput(f"--results-dir: the evaluation cache {cpath} is unusable ({why}); delete it and "
                            "evaluate again")
-    return _parsed(saved["losses"], ())
-
-
-def save_png(fig, out_png: str | os.PathLike) -> Path:
-    """Lay out ``fig``, write it to ``out_png`` (folders created) and close it."""
-    import matplotlib.pyplot as plt
-
-    fig.tight_layout()
-    out = Path(out_png)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=130)
-    plt.close(fig)
-    return out
+    return parse_losses(saved["losses"])
