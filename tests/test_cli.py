@@ -216,3 +216,11 @@ def test_version_and_help_start_without_scipy_numba_or_the_checks():
             "print('HEAVY', heavy)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "HEAVY []" in out, out
+
+
+@pytest.mark.parametrize("name", ["mixing-spectrum", "markov-tokens"])
+def test_so2_only_checks_refuse_odd_d_in_one_line_before_any_work(name, capsys):
+    """Their steps are SO(2) planes (RoPE angles, token-driven planes): an odd d is bad input, not a crash."""
+    assert main(["check", name, "--d", "13", "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("stylized: error: --d: d must be even for SO(2) blocks"), err
