@@ -10,9 +10,8 @@ __all__ = ["kernel_rows"]
 
 
 def kernel_rows(repeat: int, small: bool) -> list[dict]:
-    from stylized.counter_rng import normals
-    from stylized.families import make_family, uniform_sphere
-    from stylized.kernels import (
+    from stylized.core.counter_rng import normals
+    from stylized.engine.kernels import (
         householder_overlaps_numba,
         householder_overlaps_numpy,
         householder_queries_numba,
@@ -22,7 +21,8 @@ def kernel_rows(repeat: int, small: bool) -> list[dict]:
         so2_scores_numba,
         so2_scores_numpy,
     )
-    from stylized.sampling import sample_far_route, sample_far_route_dense
+    from stylized.engine.sampling import sample_far_route, sample_far_route_dense
+    from stylized.laws.families import make_family, uniform_sphere
 
     rng = np.random.default_rng(0)
     L, d = (2048, 16) if small else (65_536, 64)
@@ -66,9 +66,9 @@ def kernel_rows(repeat: int, small: bool) -> list[dict]:
 
 def _so2_sweep_row(small: bool, repeat: int) -> dict:
     """The SO(2) score sweep end to end (draws + scores + far log-sum-exp) for 100 trials at d=64, L=65,536."""
-    from stylized.context_sweep import so2_context_inputs, so2_context_numba
-    from stylized.families import make_family
-    from stylized.kernels import so2_context_sampled
+    from stylized.engine.context_sweep import so2_context_inputs, so2_context_numba
+    from stylized.engine.kernels import so2_context_sampled
+    from stylized.laws.families import make_family
 
     T, L, d = (10, 4096, 16) if small else (100, 65_536, 64)
     fam = make_family("rope-random", d)

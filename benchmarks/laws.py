@@ -48,8 +48,8 @@ def _per_step_loop(steps, q):
 
 
 def bench_rows(repeat: int) -> list[dict]:
-    from stylized.families import make_family
-    from stylized.sampling import sample_overlaps
+    from stylized.engine.sampling import sample_overlaps
+    from stylized.laws.families import make_family
 
     law_cls = _dense_householder()
     rows = []

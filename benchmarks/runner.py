@@ -34,8 +34,8 @@ import numpy as np
 
 __all__ = ["main", "collect_rows", "machine", "timed_pair", "row", "OTHER_MODULES"]
 
-OTHER_MODULES = ("benchmarks.scores", "benchmarks.laws", "stylized.lse")
-"""Modules whose ``bench_rows(repeat)`` add rows (``stylized.lse`` until its rows move here)."""
+OTHER_MODULES = ("benchmarks.scores", "benchmarks.laws", "stylized.engine.lse")
+"""Modules whose ``bench_rows(repeat)`` add rows (``stylized.engine.lse`` until its rows move here)."""
 
 
 def machine() -> dict:
@@ -132,7 +132,7 @@ def _fmt_s(x) -> str:
 
 def add_parser(sub) -> None:
     """The ``stylized bench`` subcommand (a ``stylized.commands`` entry point: the library never imports this package)."""
-    from stylized.options import Int, arg_type
+    from stylized.core.options import Int, arg_type
 
     pb = sub.add_parser("bench", help="benchmarks: ratios measured side by side")
     pb.add_argument("--json", action="store_true", help="print one JSON object")

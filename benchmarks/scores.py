@@ -8,14 +8,14 @@ import tracemalloc
 
 import numpy as np
 
-from stylized.context_sweep import so2_context_inputs, so2_context_numba, so2_context_numpy
-from stylized.families import make_family, uniform_sphere
-from stylized.scores import (
+from stylized.engine.context_sweep import so2_context_inputs, so2_context_numba, so2_context_numpy
+from stylized.engine.scores import (
     householder_chain_scores_numba,
     householder_chain_scores_numpy,
     householder_window_sums_numba,
     householder_window_sums_numpy,
 )
+from stylized.laws.families import make_family, uniform_sphere
 
 __all__ = ["bench_rows"]
 

@@ -65,7 +65,7 @@ pygments_style = "sphinx"
 
 # None needed today (0 warnings with -W).  A module under active edit that warns gets an entry here for that
 # one warning, with a comment, rather than an edit of its docstring.  The build is not nitpicky: references to
-# undocumented internals (stylized.score_laws, …) and to numpy / pathlib types (no intersphinx: CI is offline
+# undocumented internals (stylized.theory.score_laws, …) and to numpy / pathlib types (no intersphinx: CI is offline
 # apart from PyPI) stay plain text.
 suppress_warnings: list[str] = []
 nitpick_ignore: list[tuple[str, str]] = []

@@ -44,9 +44,9 @@ timeout 60 $PY - <<'PY'
 import time
 import numpy as np
 import cupy
-from stylized.families import make_family
-from stylized.montecarlo import chunked_generators
-from stylized.sampling import sample_overlaps
+from stylized.laws.families import make_family
+from stylized.core.montecarlo import chunked_generators
+from stylized.engine.sampling import sample_overlaps
 
 fam = make_family("so2-uniform", d=64, omega=1.0)
 ns = np.array([0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000])

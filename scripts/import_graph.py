@@ -1,10 +1,25 @@
 """Print the import graph of the project's packages and check that dependencies point one way.
 
 Layers, lowest first: ``stylized`` (the library) ← ``simulations`` (experiments, the transformer) ←
-``benchmarks``; the CLI reaches the upper layers only through entry points.  Every ``import`` and
-``from … import`` of a project module is read with :mod:`ast` (module level and inside functions), so
-lazy imports count too.  Exit status 1 if a module imports a higher layer or if the module-level imports
-inside ``stylized`` form a cycle.
+``benchmarks``; the CLI reaches the upper layers only through entry points.  Inside ``stylized`` the
+sub-packages are layers too, lowest first (``STYLIZED_LAYERS``)::
+
+    core ← laws ← theory ← engine ← harness ← cli
+
+``core`` (errors, options, argument checks, backends, random streams, estimators); ``laws`` (the step-law
+protocol and the built-in laws); ``theory`` (closed forms, evaluated on a law); ``engine`` (transport,
+kernels, sampling, scores, values, far mass); ``harness`` (check registry, results, report, falsify,
+``run``, sweeps, plotting, ``check_law``); ``cli``.  A module may import its own and lower layers.  The one
+exception, by design: a step law's *methods* are its exact overrides and fast paths (the
+``rv_continuous`` pattern), so code in ``laws`` may import ``theory`` and ``engine`` inside a function,
+never at module level.  Everything else reaches a law only through the protocol.  The package root
+(``stylized/__init__``: the version and the lazy public names) is loaded before any submodule and may be
+imported from anywhere.
+
+Every ``import`` and ``from … import`` of a project module is read with :mod:`ast` (module level and
+inside functions), so lazy imports count too.  Exit status 1 if a module imports a higher layer (a
+higher project package, or a higher ``stylized`` sub-package outside the exception above) or if the
+module-level imports inside ``stylized`` form a cycle.
 
 Usage: ``python scripts/import_graph.py [--dot]``  (``--dot``: Graphviz instead of text).
 """
@@ -19,6 +34,32 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {"stylized": 0, "simulations": 1, "benchmarks": 2}
+STYLIZED_LAYERS = {"core": 0, "laws": 1, "theory": 2, "engine": 3, "harness": 4, "cli": 5}
+#: (from, to) sub-package pairs allowed upward inside functions only (a law's overrides; see the docstring)
+LAZY_UP = {("laws", "theory"), ("laws", "engine")}
+
+
+def sub_layer(module: str) -> tuple[str, int] | None:
+    """``(sub-package, layer)`` of a ``stylized`` module; ``None`` for the package root and its private
+    top-level modules (``__main__`` runs the CLI; ``_aliases`` the old names), which sit above every layer."""
+    parts = module.split(".")
+    if parts[0] != "stylized" or len(parts) < 2 or parts[1] not in STYLIZED_LAYERS:
+        return None
+    return parts[1], STYLIZED_LAYERS[parts[1]]
+
+
+def upward_inside_stylized(a: str, b: str, top: bool) -> bool:
+    """Whether ``a`` importing ``b`` breaks the sub-package layers (module-level or not)."""
+    if b == "stylized":  # the package root: version and lazy names, always loaded first
+        return False
+    la, lb = sub_layer(a), sub_layer(b)
+    if la is None:
+        return False
+    if lb is None:  # a layer reaching the private top-level modules
+        return True
+    if lb[1] <= la[1]:
+        return False
+    return top or (la[0], lb[0]) not in LAZY_UP
 
 
 def module_name(path: Path) -> str:
@@ -99,6 +140,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     g = graph()
     upward = [(a, b) for a, ts in g.items() for b, _ in ts if LAYERS[b.split(".")[0]] > LAYERS[a.split(".")[0]]]
+    upward += sorted((a, b) for a, ts in g.items() for b, top in ts if upward_inside_stylized(a, b, top))
+    lazy_up = sorted((a, b) for a, ts in g.items() for b, top in ts
+                     if not top and (sa := sub_layer(a)) and (sb := sub_layer(b)) and sb[1] > sa[1])
     lib_top = {a: {b for b, top in ts if top and b.startswith("stylized")} for a, ts in g.items()
                if a.startswith("stylized")}
     cyc = cycles(lib_top)
@@ -116,6 +160,12 @@ def main(argv=None) -> int:
         print(f"upward imports (a lower layer importing a higher one): {len(upward)}")
         for a, b in upward:
             print(f"  {a} -> {b}")
+        print(f"allowed lazy imports up (a step law's methods reaching its overrides): {len(lazy_up)}")
+        layers = " <- ".join(STYLIZED_LAYERS)
+        for name in STYLIZED_LAYERS:
+            n = len(list((ROOT / "stylized" / name).glob("*.py")))
+            print(f"  stylized/{name}/: {n} modules")
+        print(f"stylized layers: {layers}")
         print(f"module-level import cycles inside stylized: {len(cyc)}")
         for c in cyc:
             print("  " + " <-> ".join(c))

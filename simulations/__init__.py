@@ -1,4 +1,4 @@
-"""The experiments: one module per paper check, each registering its :class:`stylized.registry.Check`.
+"""The experiments: one module per paper check, each registering its :class:`stylized.harness.registry.Check`.
 
 :func:`check_modules` names the modules to import; ``pyproject.toml`` declares it as the
 ``stylized.checks`` entry point, which is how the library finds them (it never imports

@@ -1,6 +1,6 @@
 """Shared pieces of the experiments: family options, limits, error-bar rows.
 
-Figures are drawn and saved through :mod:`stylized.plotting` (one theme, PNG and PDF); there is no second style here.
+Figures are drawn and saved through :mod:`stylized.harness.plotting` (one theme, PNG and PDF); there is no second style here.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from stylized import InvalidInput
-from stylized.families import FAMILY_NAMES, StepFamily, StepLaw, law_names, make_family
+from stylized.core.options import Float, Int, Spec
+from stylized.harness.registry import Check, Option, add_validator
+from stylized.laws.families import FAMILY_NAMES, StepFamily, StepLaw, law_names, make_family
 from stylized.laws.registry import resolve_law
-from stylized.options import Float, Int, Spec
-from stylized.registry import Check, Option, add_validator
 
 __all__ = ["errorbar_rows", "LawChoice", "law_option", "law_at", "family_options", "family_from_params", "families_from_params", "validate_families",
            "check_reference", "law_setting", "limits", "finite"]
@@ -24,10 +24,10 @@ __all__ = ["errorbar_rows", "LawChoice", "law_option", "law_at", "family_options
 
 @dataclass(frozen=True)
 class LawChoice(Spec):
-    """Parses ``--family``: a registered law name (:func:`stylized.families.law_names`), an installed
+    """Parses ``--family``: a registered law name (:func:`stylized.laws.families.law_names`), an installed
     ``stylized.laws`` entry point, ``package.module:Factory``, or (from Python) a :class:`StepLaw` instance;
     ``multi`` takes a comma list of them, or ``all`` (the six canonical families, :data:`FAMILY_NAMES`).
-    A :class:`~stylized.options.Spec` of kind ``choice``/``choices`` over the registered names, which also
+    A :class:`~stylized.core.options.Spec` of kind ``choice``/``choices`` over the registered names, which also
     takes a law by module path or as an object.
 
     >>> LawChoice.of(multi=True)("householder,cayley")
@@ -222,8 +222,8 @@ def require(law: StepLaw, needs) -> None:
 def check_reference(law: StepLaw) -> None:
     """Refuse (``ValueError`` naming ``--family``) a law whose post-mixing score law has no closed form and cannot be
     estimated either (it never mixes, or too slowly for the Monte Carlo reference of
-    :func:`stylized.score_reference.estimated_far_score_law`): found before any work, as the run would find it."""
-    from stylized.score_reference import EstimatedScoreLaw, _reference_length
+    :func:`stylized.theory.score_reference.estimated_far_score_law`): found before any work, as the run would find it."""
+    from stylized.theory.score_reference import EstimatedScoreLaw, _reference_length
 
     if not issubclass(law.post_mixing_class, EstimatedScoreLaw):
         return

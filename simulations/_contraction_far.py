@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from stylized.backend import to_numpy
+from stylized.core.backend import to_numpy
+from stylized.engine.sampling import equal_energy_query
 from stylized.laws.base import StepLaw
-from stylized.sampling import equal_energy_query
 
 __all__ = ["far_mass_draws"]
 

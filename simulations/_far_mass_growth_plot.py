@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from stylized import plotting as sp
+from stylized.harness import plotting as sp
 
 NAME = "far-mass-growth"
 _COLORS = {"none": "C0", "alibi": "C1", "log-scaling": "C2", "forget-gate": "C4", "contraction": "C3"}

@@ -1,7 +1,7 @@
 """Mutation helpers of the far-mass checks (C3 transfer, C4): wrong models and wrong theories as patches.
 
 Each helper returns a context manager (:func:`unittest.mock.patch`) over a name that a check module looks
-up at run time; :class:`stylized.registry.Mutant` calls it.
+up at run time; :class:`stylized.harness.registry.Mutant` calls it.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import importlib
 from contextlib import ExitStack, contextmanager
 from unittest import mock
 
-from stylized.families import LazyHaar, StepLaw
-from stylized.weight_laws import FarLaw
+from stylized.laws.families import LazyHaar, StepLaw
+from stylized.theory.weight_laws import FarLaw
 
 __all__ = ["scaled_far_law", "scaled_prediction", "wrap_model", "frozen_family", "estimated_mean_off", "ESTIMATED_PARAMS"]
 
@@ -34,8 +34,7 @@ def scaled_far_law(target: str, scale: float):
 def scaled_prediction(module: str, key: str, factor: float):
     """``module.predict_transfer`` (looked up at run time) with its prediction ``key`` (``rho``: ``E[ρ_D(L)]``,
     ``alpha_target``: ``E[α_T(L)]``, ``alpha_renorm``: ``E[α̃_T]``) times ``factor``, the others kept."""
-    from stylized import growth
-
+    from stylized.theory import growth
     def predict(*a, **k):
         p = growth.predict_transfer(*a, **k)
         return {**p, key: p[key] * factor}
@@ -50,7 +49,7 @@ def frozen_family(family):
 
 @contextmanager
 def wrap_model(module: str, names: tuple[str, ...], family: str | None = None, **changes):
-    """Patch ``module.name`` (functions taking a :class:`~stylized.farmass.GrowthModel` first) so that the
+    """Patch ``module.name`` (functions taking a :class:`~stylized.engine.farmass.GrowthModel` first) so that the
     simulation runs a changed model: ``changes`` replace fields, ``family="frozen"`` removes transport."""
     mod = importlib.import_module(module)
     with ExitStack() as stack:
@@ -73,8 +72,7 @@ def estimated_mean_off(factor: float = 0.97):
     its mean ``E M₁₁ = 1 − γ`` (the estimated ``E[M]``) off by ``factor`` (``(M₁₁, M₂₁) → (factor·M₁₁, M₂₁)``).
 
     The estimated operators are cached per law: the caches are cleared on entry and exit."""
-    from stylized import weight_laws
-
+    from stylized.theory import weight_laws
     orig = StepLaw.overlap_step_draws
 
     def off(self, size, xrng):

@@ -1,6 +1,6 @@
 """Figure of the far-retrieval check: passkey score, rank-1 rate and weight against the route length ``n``.
 
-Drawn and saved (PNG and PDF) through :mod:`stylized.plotting`, in the project's theme.
+Drawn and saved (PNG and PDF) through :mod:`stylized.harness.plotting`, in the project's theme.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from stylized import plotting as sp
+from stylized.harness import plotting as sp
 
 __all__ = ["plot"]
 

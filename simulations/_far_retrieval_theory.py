@@ -6,9 +6,9 @@ The rule for route length ``n`` (:func:`overlap_rule`), asked of the law and nev
 * the law's own :meth:`~stylized.laws.base.StepLaw.overlap_law` (``"closed form"``, or Householder's
   ``"approximation (chain quadrature)"`` before the route has mixed);
 * once mixed (``n ≥ 3W(0.01)``), where the law's own rule is not a closed form: the post-mixing law
-  (:func:`stylized.overlap_laws.far_overlap_law`, a law declaring ``mixes_to_uniform``), else one estimated from
+  (:func:`stylized.theory.overlap_laws.far_overlap_law`, a law declaring ``mixes_to_uniform``), else one estimated from
   reference chains at ``⌈3W⌉`` steps;
-* otherwise an estimated rule from reference chains at ``n`` (:func:`stylized.overlap_laws.estimated_rule`).
+* otherwise an estimated rule from reference chains at ``n`` (:func:`stylized.theory.overlap_laws.estimated_rule`).
 
 A refusal (:func:`refusal`) names the one property a law lacks: orthogonal steps (the haystack's content scores
 are Haar coordinates only under an orthogonal transport) and i.i.d. steps (``E[P_n] = E[M]ⁿ``, the phase sums).
@@ -21,16 +21,23 @@ import math
 
 import numpy as np
 
-from stylized.bounds import mixing_window
-from stylized.overlap_laws import H_DEFAULT, OverlapRule, estimated_rule, far_overlap_law, reference_draws, rule_radius
-from stylized.retrieval import (
+from stylized.engine.sampling import equal_energy_query
+from stylized.theory.bounds import mixing_window
+from stylized.theory.overlap_laws import (
+    H_DEFAULT,
+    OverlapRule,
+    estimated_rule,
+    far_overlap_law,
+    reference_draws,
+    rule_radius,
+)
+from stylized.theory.retrieval import (
     haystack_log_laplace,
     rank_one_probability,
     skewness,
     top_logit_probability,
     weight_moments,
 )
-from stylized.sampling import equal_energy_query
 
 __all__ = ["refusal", "window", "own_rule", "estimated_lengths", "overlap_rule", "far_rule", "mixed_rate", "law_theory",
            "rank_probability", "rank_times", "law_theory_times", "mixed_rate_times"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from stylized import plotting as sp
+from stylized.harness import plotting as sp
 
 __all__ = ["plot_markov_tokens"]
 

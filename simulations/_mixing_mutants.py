@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from stylized.families import StepFamily
-from stylized.sampling import equal_energy_query
+from stylized.engine.sampling import equal_energy_query
+from stylized.laws.families import StepFamily
 
 __all__ = ["overlap_3pct_low", "estimated_mean_scaled", "no_transport", "frozen_steps", "householder_gap_half"]
 
@@ -44,9 +44,9 @@ def no_transport(fam: StepFamily, ns, size: int, rng=None, backend: str = "numba
 
 def frozen_steps(fam: StepFamily, shape: tuple, xrng, backend: str = "numpy"):
     """Model mutant: one step per context, repeated at every position (``M_t = M_1``, RoPE-like, not i.i.d.)."""
-    import stylized.sampling
+    import stylized.engine.sampling
 
-    x = stylized.sampling.sample_steps(fam, shape, xrng, backend)
+    x = stylized.engine.sampling.sample_steps(fam, shape, xrng, backend)
     ax = len(shape) - 1
     return x[(slice(None),) * ax + (slice(0, 1),)].repeat(shape[ax], axis=ax)
 
@@ -54,6 +54,6 @@ def frozen_steps(fam: StepFamily, shape: tuple, xrng, backend: str = "numpy"):
 def householder_gap_half():
     from unittest import mock
 
-    from stylized.families import Householder
+    from stylized.laws.families import Householder
 
     return mock.patch.object(Householder, "spectral_gap", property(lambda self: 1.0 / self.d))

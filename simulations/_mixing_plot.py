@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from stylized import plotting as sp
+from stylized.harness import plotting as sp
 
 __all__ = ["plot_mixing"]
 

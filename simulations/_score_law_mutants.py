@@ -1,7 +1,7 @@
 """Wrong post-mixing score laws of the C2/C3 score checks (``haar-law``, ``score-gap``): mutants and the perturbations
-that measure their power (:attr:`stylized.registry.Check.theories`).
+that measure their power (:attr:`stylized.harness.registry.Check.theories`).
 
-:class:`ScaledLaw` wraps the right law (:func:`stylized.score_laws.far_score_law`: Haar coordinate, uniform phases or an
+:class:`ScaledLaw` wraps the right law (:func:`stylized.theory.score_laws.far_score_law`: Haar coordinate, uniform phases or an
 estimated reference) and puts one part of it off by a factor, leaving the rest alone; at every factor 1 it returns the
 right law's values unchanged (bit for bit).
 """
@@ -13,8 +13,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from stylized import score_laws as laws
-from stylized.registry import patched
+from stylized.harness.registry import patched
+from stylized.theory import score_laws as laws
 
 __all__ = ["ScaledLaw", "scaled_law"]
 

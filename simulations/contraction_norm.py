@@ -2,7 +2,7 @@
 
 The step is not orthogonal: ``||M x||² = ||x||²(1 − a c²)``, ``a = β(2−β)``, ``c = w·x/||x||`` with
 ``c² ~ Beta(½, (d−1)/2)`` independent of the past, so along a route ``log ||P_n k|| = Σ_{s≤n} X_s`` with
-``X_s = ½ log(1 − a c_s²)`` i.i.d. (:mod:`stylized.contraction_theory`): mean ``n μ₁``, variance
+``X_s = ½ log(1 − a c_s²)`` i.i.d. (:mod:`stylized.theory.contraction_theory`): mean ``n μ₁``, variance
 ``n σ₁²``, ``μ₁ < 0``.  Scores ``λ qᵀ P_n k`` therefore shrink to 0 rather than only decorrelating.
 
 Measured: ``--samples`` chains of the law's own transport (:meth:`StepLaw.apply`, renormalised each
@@ -31,19 +31,19 @@ import numpy as np
 from scipy import stats
 
 from simulations._contraction_far import far_mass_draws
-from stylized import plotting as sp
-from stylized.backend import array_namespace, to_numpy, xp_generator
-from stylized.bounds import far_mass_lower_bound
-from stylized.contraction_theory import increment_moments, shrink_rate
-from stylized.estimators import Estimate, bonferroni_level, mean_ci
-from stylized.families import make_family
+from stylized.core.backend import array_namespace, to_numpy, xp_generator
+from stylized.core.estimators import Estimate, bonferroni_level, mean_ci
+from stylized.core.montecarlo import check_positive_int
+from stylized.core.options import Float, Int, IntList
+from stylized.engine.lse import lse_rounding_tol
+from stylized.engine.sampling import equal_energy_query
+from stylized.harness import plotting as sp
+from stylized.harness.registry import Check, Mutant, Option, Theory, headline, patched, register, scaled
 from stylized.laws.base import StepLaw
 from stylized.laws.contraction import Contraction
-from stylized.lse import lse_rounding_tol
-from stylized.montecarlo import check_positive_int
-from stylized.options import Float, Int, IntList
-from stylized.registry import Check, Mutant, Option, Theory, headline, patched, register, scaled
-from stylized.sampling import equal_energy_query
+from stylized.laws.families import make_family
+from stylized.theory.bounds import far_mass_lower_bound
+from stylized.theory.contraction_theory import increment_moments, shrink_rate
 
 from ._common import limits
 

@@ -34,17 +34,17 @@ from pathlib import Path
 
 import numpy as np
 
-from stylized import plotting as sp
-from stylized.farmass import (
+from stylized.core.montecarlo import check_positive_int, progress
+from stylized.core.options import Float, Int
+from stylized.engine.farmass import (
     adversarial_search,
     extreme_far_mass,
     far_mass_lower_bound,
     lse_rounding_tol,
     streamed_far_masses,
 )
-from stylized.montecarlo import check_positive_int, progress
-from stylized.options import Float, Int
-from stylized.registry import Check, Mutant, Option, Theory, headline, register
+from stylized.harness import plotting as sp
+from stylized.harness.registry import Check, Mutant, Option, Theory, headline, register
 
 from ._common import limits
 
@@ -173,8 +173,7 @@ def _wrong_bound(factor: float = 1.0, exponent: float = 2.0):
     """Theory mutant: ``factor · M/(M + K e^{exponent·λ})`` in place of the bound."""
     from unittest import mock
 
-    from stylized import bounds
-
+    from stylized.theory import bounds
     def wrong(K, M, lam):
         return factor * bounds.far_mass_lower_bound(K, M, lam * exponent / 2.0)
 
@@ -185,7 +184,8 @@ def _logits_past_lambda(excess: float = 1.05):
     """Model mutant: the adversarial draws reach ``±1.05 λ`` (logits not bounded by ``λ``)."""
     from unittest import mock
 
-    from stylized import bounds, farmass
+    from stylized.engine import farmass
+    from stylized.theory import bounds
 
     def wrong(K, M, lam, keys, backend="numba"):
         rows = farmass.adversarial_search(K, M, lam * excess, keys, backend=backend)

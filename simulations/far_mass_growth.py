@@ -1,6 +1,6 @@
 """C4 — far mass grows with context length under rotation only: predicted from the laws, then measured.
 
-Stylized model (:class:`stylized.farmass.GrowthModel`): unit query ``q`` (equal energy) at ``i``;
+Stylized model (:class:`stylized.engine.farmass.GrowthModel`): unit query ``q`` (equal energy) at ``i``;
 near keys aligned with ``q`` (``--near all``: every near key equals ``q``; ``target``: only the key
 at route length 0); far keys uniform on ``S^{d−1}``; logits ``λ qᵀ P_{j→i} k_j`` plus the control:
 
@@ -14,7 +14,7 @@ Routes up to ``--L-sim`` are simulated literally (steps, keys, transport); longe
 streamed from the exact far law (a uniform far key makes ``qᵀ P k`` one Haar coordinate for every
 orthogonal ``P``).  Each ``L`` uses a prefix of the same draws.
 
-**Predict** (:mod:`stylized.growth`, no sample of the run enters): ``E[ρ_D(L)] = E[F/(F+N)]`` at every
+**Predict** (:mod:`stylized.theory.growth`, no sample of the run enters): ``E[ρ_D(L)] = E[F/(F+N)]`` at every
 ``L`` and control from the Laplace transforms of the far law (``μ = ₀F₁(; d/2; λ²/4)``, quadrature) and
 of the near sum (the transport chain ``t_n = qᵀP_n q``: the law's exact operator for an isotropic law that has
 one (Householder / Haar), *estimated* from its one-step overlap law for an isotropic law without one (``cayley``:
@@ -30,7 +30,7 @@ ALiBi and the forget gate *bound* ``ρ_D``: from the first ``L`` where the predi
 (within 0.1% of its value at the largest ``L``) the measured mean grows by less than 1%.
 
 ``--backend cupy`` runs all queries of a chunk at once through the array namespace
-(:func:`stylized.farmass.growth_trials`, :func:`stylized.farmass.horizon_trials`).
+(:func:`stylized.engine.farmass.growth_trials`, :func:`stylized.engine.farmass.horizon_trials`).
 
 Laws: any orthogonal step law (the far law — a uniform far key makes ``qᵀPk`` a Haar coordinate — needs
 ``MᵀM = I``); a law that declares ``orthogonal = False`` is refused before any work.
@@ -42,15 +42,15 @@ import math
 
 import numpy as np
 
-from stylized.bounds import alibi_far_mass_bound, far_mass_lower_bound, lambda_required
-from stylized.counter_rng import chunked_generators
-from stylized.estimators import bonferroni_level, mean_ci
-from stylized.farmass import CONTROLS, GrowthModel, growth_trials, horizon_trials
-from stylized.growth import horizon_crossing, mean_near_sum, predict_growth, ratio_of_means, wald_horizon
-from stylized.montecarlo import check_positive_int, progress
-from stylized.options import Choice, Choices, Float, FloatList, Int, IntList
-from stylized.registry import Check, Mutant, Option, Theory, headline, patched, register, scaled
-from stylized.weight_laws import FarLaw, estimate_radius, near_chain
+from stylized.core.counter_rng import chunked_generators
+from stylized.core.estimators import bonferroni_level, mean_ci
+from stylized.core.montecarlo import check_positive_int, progress
+from stylized.core.options import Choice, Choices, Float, FloatList, Int, IntList
+from stylized.engine.farmass import CONTROLS, GrowthModel, growth_trials, horizon_trials
+from stylized.harness.registry import Check, Mutant, Option, Theory, headline, patched, register, scaled
+from stylized.theory.bounds import alibi_far_mass_bound, far_mass_lower_bound, lambda_required
+from stylized.theory.growth import horizon_crossing, mean_near_sum, predict_growth, ratio_of_means, wald_horizon
+from stylized.theory.weight_laws import FarLaw, estimate_radius, near_chain
 
 from ._common import family_from_params, family_options, limits
 from ._far_mass_growth_plot import plot
@@ -297,8 +297,7 @@ MUTANTS = (
 def _frozen_chain():
     from unittest import mock
 
-    from stylized import weight_laws
-
+    from stylized.theory import weight_laws
     return mock.patch(f"{__name__}.near_chain",
                       lambda fam, D: (weight_laws.near_chain(frozen_family(fam), D)[0], "closed form"))
 
@@ -306,8 +305,7 @@ def _frozen_chain():
 def _target_only_horizon():
     from unittest import mock
 
-    from stylized import growth
-
+    from stylized.theory import growth
     return mock.patch(f"{__name__}.wald_horizon", lambda EN, far, D: growth.wald_horizon(math.exp(far.lam), far, D))
 
 

@@ -4,10 +4,10 @@ One context per trial: the query ``q`` (equal energy) at ``i``; ``M + 1`` keys a
 passkey (a key equal to the query) at route length ``n`` for every ``n`` in ``--n`` (``≤ M``), the other ``M``
 keys uniform on ``S^{d−1}`` (their content scores are Haar coordinates ``ξ_j`` exactly, for any orthogonal
 transport).  The passkey's score ``s_n = qᵀP_n q`` is transported along one real route per trial
-(:func:`stylized.score_chains.score_chains`: the law's own chains, no shortcut).  Any orthogonal i.i.d. step law
+(:func:`stylized.engine.score_chains.score_chains`: the law's own chains, no shortcut).  Any orthogonal i.i.d. step law
 runs (any ``d`` the law takes, odd included); a law without ``orthogonal`` or with ``iid = False`` is refused
 before any work, naming the property.  Rows (column ``kind``), against the theory of
-:mod:`stylized.retrieval` / :mod:`stylized.overlap_laws` (:mod:`._far_retrieval_theory` picks it per law):
+:mod:`stylized.theory.retrieval` / :mod:`stylized.theory.overlap_laws` (:mod:`._far_retrieval_theory` picks it per law):
 
 * ``score``: ``E[λ s_n]`` (t-interval) vs ``λ qᵀE[M]ⁿq`` (``λ Σ_b |q_b|² Re χ_bⁿ`` for commuting planes);
   ``floor`` is the part carried by the non-mixing planes (``W_b(ε) > M + 1``).  A law without a closed-form
@@ -24,7 +24,7 @@ before any work, naming the property.  Rows (column ``kind``), against the theor
   haystack's), ``E[F_H(Σ_b a_b cos U_b)^M]`` for planes (uniform phases: another shape), estimated at ``⌈3W⌉``
   steps for a law that declares no limit.
 * ``rank1`` (``control`` alibi / forget-gate): the passkey holds the top *logit* under the decaying control,
-  ``E[Π_{j≠n} F_H(s_n + (j − n)a)]``, ``a = ln(1/r)/λ`` (:func:`stylized.retrieval.top_logit_probability`): exactly
+  ``E[Π_{j≠n} F_H(s_n + (j − n)a)]``, ``a = ln(1/r)/λ`` (:func:`stylized.theory.retrieval.top_logit_probability`): exactly
   0 once ``n ≥ 2/a`` (ALiBi: ``n ≥ 2λ/m``), whatever the content.  (Log-scaling rescales every logit: the order, and
   so this rate, is the content rank's.)
 * ``weight``: the passkey's softmax weight ``E[α_n]`` (t-interval) per far-mass control (``none``, ``alibi``
@@ -35,7 +35,7 @@ The t-intervals of the means (``score``, ``weight``) are trusted only where the 
 joint level: past the window ``α_n`` is heavy-tailed (rare contexts where the passkey scores high carry the mean).
 A mean's row enters the verdict when the first Edgeworth term of its t-statistic moves the tail at the Bonferroni
 quantile ``z`` by at most 50%: ``|γ₁|(2z²+1)φ(z)/(6√T(1−Φ(z))) ≤ ½``, ``γ₁`` the predicted skewness from the
-theory's moments (``E[s_n^k]`` from the law, ``E[α^k]`` from :func:`stylized.retrieval.weight_moments`); the
+theory's moments (``E[s_n^k]`` from the law, ``E[α^k]`` from :func:`stylized.theory.retrieval.weight_moments`); the
 other rows are reported with ``in_verdict = false`` and the reason.
 
 Verdict at a joint 95% level (Bonferroni over every in-verdict row): each theory value lies in its row's joint
@@ -53,12 +53,14 @@ import math
 
 import numpy as np
 
-from stylized.estimators import bonferroni_level, mean_ci, proportion_ci
-from stylized.families import SO2Uniform
-from stylized.montecarlo import check_positive_int
-from stylized.options import Choices, Float, Int, IntList
-from stylized.registry import Check, Mutant, Option, Theory, headline, patched, register, scaled
-from stylized.retrieval import (
+from stylized.core.estimators import bonferroni_level, mean_ci, proportion_ci
+from stylized.core.montecarlo import check_positive_int
+from stylized.core.options import Choices, Float, Int, IntList
+from stylized.engine.sampling import equal_energy_query, haar_coordinates
+from stylized.engine.score_chains import score_chains
+from stylized.harness.registry import Check, Mutant, Option, Theory, headline, patched, register, scaled
+from stylized.laws.families import SO2Uniform
+from stylized.theory.retrieval import (
     CONTROLS,
     RetrievalControl,
     chance,
@@ -67,8 +69,6 @@ from stylized.retrieval import (
     nonmixing_share,
     skewness,
 )
-from stylized.sampling import equal_energy_query, haar_coordinates
-from stylized.score_chains import score_chains
 
 from ._common import families_from_params, family_options, law_option, limits
 from ._far_retrieval_plot import plot

@@ -3,11 +3,11 @@
 Each score is transported along a real route of ``n`` steps (``--n``, default ``⌈3·W(0.01)⌉`` of each
 family): Householder reflections, SO(2) rotations, or full Haar matrices (Householder QR of a Gaussian
 matrix, applied without being stored) for ``haar`` / ``lazy-haar`` — no exact-law shortcut
-(:func:`stylized.score_chains.score_chains`).  ``q`` is the equal-energy unit query and ``k = q`` (a
+(:func:`stylized.engine.score_chains.score_chains`).  ``q`` is the equal-energy unit query and ``k = q`` (a
 far copy of the target key: ``s = 1`` at ``n = 0``, so only the transport can move it).
 
 The laws, asked of each step law (:meth:`stylized.laws.base.StepLaw.far_score_law`, by its declared
-capabilities; :mod:`stylized.score_laws`):
+capabilities; :mod:`stylized.theory.score_laws`):
 
 * isotropic orthogonal laws (householder, lazy-haar, haar, cayley, any ``d ≥ 2``, odd included):
   ``(1 + s)/2 ~ Beta((d−1)/2, (d−1)/2)`` *(derived)*; a law with an atom ``P_n = I`` (lazy Haar: no Haar
@@ -15,10 +15,10 @@ capabilities; :mod:`stylized.score_laws`):
   an atom ``s = qᵀk``, tested apart by a binomial test;
 * SO(2) planes whose angles equidistribute: uniform phases, ``s = Σ_b a_b cos U_b`` (``a_b = |q_b||k_b|``),
   whose CDF is the exact Fourier series of a compactly supported law with characteristic function
-  ``Π_b J₀(a_b t)`` (:class:`~stylized.score_laws.UniformPhaseSum`, truncation error ≤ 1e-10);
+  ``Π_b J₀(a_b t)`` (:class:`~stylized.theory.score_laws.UniformPhaseSum`, truncation error ≤ 1e-10);
 * any other law (a user's law without declared isotropy): an *estimated* reference — 20,000 chains of its
   own steps at route length ``⌈4·W(0.01)⌉`` on a stream of their own
-  (:class:`~stylized.score_reference.EstimatedScoreLaw`), labelled so in ``theory_kind``.
+  (:class:`~stylized.theory.score_reference.EstimatedScoreLaw`), labelled so in ``theory_kind``.
 
 Per family: a KS test of the scores against the law (one-sample against an exact CDF, two-sample against an
 estimated reference), and rows ``P(s ≥ t)`` (Wilson intervals; the trials are independent) against the
@@ -46,16 +46,16 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from stylized import plotting as sp
-from stylized import score_laws as laws
-from stylized.estimators import proportion_ci
-from stylized.families import StepLaw
-from stylized.montecarlo import check_positive_int
-from stylized.options import FloatList, Int
-from stylized.registry import Check, Mutant, Option, Theory, headline, patched, register
-from stylized.sampling import equal_energy_query
-from stylized.score_chains import score_chains
-from stylized.score_laws import HaarCoordinate, estimated_far_score_law, far_score_law
+from stylized.core.estimators import proportion_ci
+from stylized.core.montecarlo import check_positive_int
+from stylized.core.options import FloatList, Int
+from stylized.engine.sampling import equal_energy_query
+from stylized.engine.score_chains import score_chains
+from stylized.harness import plotting as sp
+from stylized.harness.registry import Check, Mutant, Option, Theory, headline, patched, register
+from stylized.laws.families import StepLaw
+from stylized.theory import score_laws as laws
+from stylized.theory.score_laws import HaarCoordinate, estimated_far_score_law, far_score_law
 
 from ._common import check_reference, family_from_params, family_options, law_option, law_setting, limits
 from ._score_law_mutants import scaled_law

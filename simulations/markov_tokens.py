@@ -9,7 +9,7 @@ the same law holds wide planes (``|χ_b|`` small) and narrow ones (``|χ_b|`` ne
 
 * ``rows``: ``E[qᵀP_n q]`` (equal-energy unit query) over ``--trials`` independent stationary chains at each
   route length ``n ∈ --n``, Student-t interval, against the exact
-  ``Σ_b (q_{2b}² + q_{2b+1}²) Re π D_b (T D_b)^{n−1} 1`` (``theory``, :mod:`stylized.markov_theory`).  Each
+  ``Σ_b (q_{2b}² + q_{2b+1}²) Re π D_b (T D_b)^{n−1} 1`` (``theory``, :mod:`stylized.theory.markov_theory`).  Each
   row also carries the i.i.d. shortcut ``Σ_b … Re χ_bⁿ`` (``iid_theory``) and whether the joint interval
   excludes it (``iid_rejected``).  Zero-variance rows (``n = 0``) are compared at the rounding tolerance.
 * ``windows``: per law and plane, the Markov rate ``ρ_b = ρ(T D_b)`` and window ``⌈ln ε / ln ρ_b⌉`` beside
@@ -30,16 +30,16 @@ from pathlib import Path
 
 import numpy as np
 
-from stylized import markov_theory as mth
-from stylized.backend import array_namespace, to_numpy, xp_generator
-from stylized.counter_rng import chunked_generators
-from stylized.estimators import bonferroni_level, mean_ci, rounding_tolerance
+from stylized.core.backend import array_namespace, to_numpy, xp_generator
+from stylized.core.counter_rng import chunked_generators
+from stylized.core.estimators import bonferroni_level, mean_ci, rounding_tolerance
+from stylized.core.montecarlo import check_positive_int
+from stylized.core.options import Float, FloatList, Int, IntList
+from stylized.engine.sampling import equal_energy_query
+from stylized.harness.registry import Check, Mutant, Option, Theory, headline, patched, register
 from stylized.laws.base import StepLaw
 from stylized.laws.markov_tokens import MarkovTokens, markov_tokens, zipf_law
-from stylized.montecarlo import check_positive_int
-from stylized.options import Float, FloatList, Int, IntList
-from stylized.registry import Check, Mutant, Option, Theory, headline, patched, register
-from stylized.sampling import equal_energy_query
+from stylized.theory import markov_theory as mth
 
 from ._common import limits
 

@@ -11,7 +11,7 @@ interval meets the theory's own 95% interval, ``theory ± theory_radius`` from `
   length ``n`` and family, against the closed form ``qᵀE[M]ⁿq`` (``theory``) and the bound
   ``(1 − γ)ⁿ`` (``bound``).  Student-t intervals, Bonferroni over all rows.  Rows with zero
   variance (``n = 0``: every sample is ``qᵀq``) are compared at the rounding tolerance
-  ``(d + T + 4)·2⁻⁵³·|theory|`` (:func:`~stylized.estimators.rounding_tolerance`), never by exact equality.
+  ``(d + T + 4)·2⁻⁵³·|theory|`` (:func:`~stylized.core.estimators.rounding_tolerance`), never by exact equality.
 * ``windows``: for each context length ``L`` (``--L``), independent contexts of length ``L``;
   ``qᵀ P_{j→i} q`` averaged over the pairs of route length ``n`` inside each context, as the law plans
   and measures it (``law.context_plan`` / ``law.context_overlaps``: SO(2) planes every pair by FFT,
@@ -45,15 +45,15 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from stylized.backend import to_numpy, xp_generator
-from stylized.counter_rng import chunked_generators
-from stylized.estimators import bonferroni_level, mean_ci, rounding_tolerance
-from stylized.families import FAMILY_NAMES, StepFamily
-from stylized.montecarlo import check_positive_int, progress
-from stylized.options import Float, Int, IntList
-from stylized.registry import Check, Mutant, Option, Theory, headline, patched, register
-from stylized.sampling import equal_energy_query, sample_overlaps, sample_steps
-from stylized.scores import first_crossing
+from stylized.core.backend import to_numpy, xp_generator
+from stylized.core.counter_rng import chunked_generators
+from stylized.core.estimators import bonferroni_level, mean_ci, rounding_tolerance
+from stylized.core.montecarlo import check_positive_int, progress
+from stylized.core.options import Float, Int, IntList
+from stylized.engine.sampling import equal_energy_query, sample_overlaps, sample_steps
+from stylized.engine.scores import first_crossing
+from stylized.harness.registry import Check, Mutant, Option, Theory, headline, patched, register
+from stylized.laws.families import FAMILY_NAMES, StepFamily
 
 from ._common import families_from_params, family_options, limits
 from ._mixing_mutants import estimated_mean_scaled as _estimated_mean_scaled

@@ -35,15 +35,15 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from stylized import plotting as sp
-from stylized.backend import array_namespace, to_numpy, xp_generator
-from stylized.families import RopeRandom
-from stylized.montecarlo import check_positive_int
-from stylized.montecarlo import progress as _progress
-from stylized.options import Float, Int
-from stylized.registry import Check, Mutant, Option, Theory, headline, patched, register, scaled
-from stylized.sampling import sample_steps
-from stylized.scores import first_crossing, so2_pair_correlation
+from stylized.core.backend import array_namespace, to_numpy, xp_generator
+from stylized.core.montecarlo import check_positive_int
+from stylized.core.montecarlo import progress as _progress
+from stylized.core.options import Float, Int
+from stylized.engine.sampling import sample_steps
+from stylized.engine.scores import first_crossing, so2_pair_correlation
+from stylized.harness import plotting as sp
+from stylized.harness.registry import Check, Mutant, Option, Theory, headline, patched, register, scaled
+from stylized.laws.families import RopeRandom
 
 from ._common import limits
 

@@ -18,7 +18,7 @@ for O(d) laws (odd included); a contraction (``orthogonal = False``) is refused 
   mixed law, asked of the step law (:meth:`~stylized.laws.base.StepLaw.far_score_law`; closed form for an
   isotropic orthogonal law: Haar coordinate ``(1+s)/2 ~ Beta((d−1)/2, (d−1)/2)``; for equidistributing SO(2)
   planes: uniform phases ``Σ_b a_b cos U_b``, ``a_b = 2/d``, by the exact Fourier series of
-  :class:`stylized.score_laws.UniformPhaseSum`; any other law: an *estimated* Monte Carlo reference past its
+  :class:`stylized.theory.score_laws.UniformPhaseSum`; any other law: an *estimated* Monte Carlo reference past its
   window, with its own 95% interval); at route lengths ``≥ 3W(0.01)`` the route's own law is within
   ~``0.01³`` of it.  ``bound``: Lévy ``exp(−d t²/2)`` or Hoeffding ``exp(−t²/(2Σ_b a_b²))``, upper bounds
   (none for an estimated law; ``bound_name`` says which).  Rows with fewer than 10 expected exceedances (or
@@ -52,17 +52,17 @@ from pathlib import Path
 
 import numpy as np
 
-from stylized import plotting as sp
-from stylized import score_laws as laws
-from stylized.estimators import bonferroni_level, mean_ci
-from stylized.families import StepLaw
-from stylized.montecarlo import check_positive_int
-from stylized.montecarlo import progress as montecarlo_progress
-from stylized.options import Float, FloatList, Int, IntList
-from stylized.registry import Check, Mutant, Option, Theory, patched, register, scaled
-from stylized.sampling import equal_energy_query
-from stylized.score_chains import score_chains
-from stylized.score_laws import estimated_far_score_law, far_score_law, max_mgf_bound
+from stylized.core.estimators import bonferroni_level, mean_ci
+from stylized.core.montecarlo import check_positive_int
+from stylized.core.montecarlo import progress as montecarlo_progress
+from stylized.core.options import Float, FloatList, Int, IntList
+from stylized.engine.sampling import equal_energy_query
+from stylized.engine.score_chains import score_chains
+from stylized.harness import plotting as sp
+from stylized.harness.registry import Check, Mutant, Option, Theory, patched, register, scaled
+from stylized.laws.families import StepLaw
+from stylized.theory import score_laws as laws
+from stylized.theory.score_laws import estimated_far_score_law, far_score_law, max_mgf_bound
 
 from ._common import check_reference, family_options, law_at, law_option, law_setting, limits
 from ._score_law_mutants import ScaledLaw, scaled_law

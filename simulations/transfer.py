@@ -14,7 +14,7 @@ cannot change with ``L``; the KS and permutation tests between the first and las
 that the simulation respects this.  **What can fail**: the normaliser ``Z = N + F`` grows with ``L``,
 and ``E[ρ_D(L)] = E[F/(F+N)]``, ``E[α_T(L)] = E[Y/(F+N)]`` and ``E[α̃_T] = E[Y/N]`` are predicted at every ``L``
 from the far law (Haar coordinate, ``μ = ₀F₁(; d/2; λ²/4)``) and the target's transport law ``Y = e^{λqᵀP_n q}``
-(:func:`stylized.growth.predict_transfer`: exact Laplace transforms; SO(2) targets through a third-order
+(:func:`stylized.theory.growth.predict_transfer`: exact Laplace transforms; SO(2) targets through a third-order
 cumulant closure of exact Jacobi–Anger moments, an approximation good to ~10⁻⁵), without the run's samples.
 
 Laws: any orthogonal step law (the far law needs ``MᵀM = I``; a law declaring ``orthogonal = False`` is refused
@@ -26,9 +26,9 @@ harmonics, and simulated reference chains (kind "simulated reference", 1% slack)
 sweep is the law's too (:meth:`StepLaw.context_sweep`, :meth:`StepLaw.fast_context_sweep`).
 
 ``--backend cupy``: contexts are drawn and swept on the device, as many per chunk as
-:data:`~stylized.sampling.XP_CHUNK_ELEMENTS` allows (SO(2): :func:`~stylized.scores.so2_context_inputs`
-with the namespace form of :func:`~stylized.scores.so2_context_numpy`; O(d) families:
-:func:`~stylized.scores.transport_context_xp`); near logits and far LSEs come back per chunk, the tests run on the host.
+:data:`~stylized.engine.sampling.XP_CHUNK_ELEMENTS` allows (SO(2): :func:`~stylized.engine.scores.so2_context_inputs`
+with the namespace form of :func:`~stylized.engine.scores.so2_context_numpy`; O(d) families:
+:func:`~stylized.engine.scores.transport_context_xp`); near logits and far LSEs come back per chunk, the tests run on the host.
 
 Verdict: every predicted mean (``ρ_D``, ``α_T`` at each ``L``, ``α̃_T``) inside its interval at the joint level
 (Bonferroni over those rows, familywise 2.5%; an approximation gets 0.1% relative slack); the three
@@ -43,18 +43,18 @@ import numpy as np
 from scipy import stats
 from scipy.special import logsumexp
 
-from stylized import plotting as sp
-from stylized.attention import check_lambda
-from stylized.backend import array_namespace, to_numpy, xp_generator
-from stylized.bounds import far_mass_lower_bound
-from stylized.estimators import bonferroni_level, mean_ci
-from stylized.growth import predict_transfer
-from stylized.montecarlo import check_positive_int
-from stylized.montecarlo import progress as _progress
-from stylized.options import Float, Int, IntList
-from stylized.registry import Check, Mutant, Option, Theory, headline, register
-from stylized.sampling import XP_CHUNK_ELEMENTS, equal_energy_query
-from stylized.weight_laws import FarLaw
+from stylized.core.backend import array_namespace, to_numpy, xp_generator
+from stylized.core.estimators import bonferroni_level, mean_ci
+from stylized.core.montecarlo import check_positive_int
+from stylized.core.montecarlo import progress as _progress
+from stylized.core.options import Float, Int, IntList
+from stylized.engine.attention import check_lambda
+from stylized.engine.sampling import XP_CHUNK_ELEMENTS, equal_energy_query
+from stylized.harness import plotting as sp
+from stylized.harness.registry import Check, Mutant, Option, Theory, headline, register
+from stylized.theory.bounds import far_mass_lower_bound
+from stylized.theory.growth import predict_transfer
+from stylized.theory.weight_laws import FarLaw
 
 from ._common import family_from_params, family_options, limits
 
@@ -69,12 +69,12 @@ def near_and_far(family, L: int, D: int, lam: float, target_n: int, trials: int,
     """``trials`` contexts of length ``L``: near logits ``λ s_n`` (``(trials, D)``, ``n < D``) and far ``log Σ e^{λ s}``.
 
     The law decides the sweep.  A fused kernel where it has one (:meth:`StepLaw.fast_context_sweep`: uniform
-    plane angles on numba, :func:`stylized.kernels.so2_context_sampled`, keyed by one integer from ``rng``).
+    plane angles on numba, :func:`stylized.engine.kernels.so2_context_sampled`, keyed by one integer from ``rng``).
     Otherwise :meth:`StepLaw.context_sweep` on inputs drawn with the backend's Generator (``rng`` itself for
-    numpy): the plane sweep of SO(2) laws (:func:`stylized.scores.so2_context_numba` on numba, its namespace
-    twin otherwise), the block walk of any other law (:func:`stylized.scores.transport_context_xp`), ``chunk``
+    numpy): the plane sweep of SO(2) laws (:func:`stylized.engine.scores.so2_context_numba` on numba, its namespace
+    twin otherwise), the block walk of any other law (:func:`stylized.engine.scores.transport_context_xp`), ``chunk``
     contexts at a time (default: as many as keep a chunk's arrays within
-    :data:`~stylized.sampling.XP_CHUNK_ELEMENTS`); host arrays back.
+    :data:`~stylized.engine.sampling.XP_CHUNK_ELEMENTS`); host arrays back.
     """
     q = equal_energy_query(family.d)
     fused = family.fast_context_sweep(L, trials, rng, q, lam, D, target_n, backend)
@@ -96,8 +96,8 @@ def near_and_far(family, L: int, D: int, lam: float, target_n: int, trials: int,
 
 def _theory_radius(fam, lam: float, D: int, tn: int, Ls: list[int]) -> dict:
     """The 95% radius of each prediction built on an estimated target chain: its values on the batch chains."""
-    from stylized.growth import target_chain
-    from stylized.weight_laws import estimate_radius
+    from stylized.theory.growth import target_chain
+    from stylized.theory.weight_laws import estimate_radius
 
     per = [predict_transfer(fam, lam, D, tn, Ls, equal_energy_query(fam.d), far_law=FarLaw, chain=cb)
            for cb in target_chain(fam, tn).batches()]
@@ -332,8 +332,7 @@ def _weights_without_L():
     """Theory mutant: the absolute near weights predicted as if the normaliser did not grow with ``L``."""
     from unittest import mock
 
-    from stylized import growth
-
+    from stylized.theory import growth
     def wrapped(*a, **k):
         p = growth.predict_transfer(*a, **k)
         p["alpha_target"] = np.full_like(p["alpha_target"], p["alpha_target"][0])
@@ -361,7 +360,7 @@ def _far_mgf(scale: float):
 
 
 def _prediction(key: str):
-    """:attr:`Theory.perturb` of one prediction of :func:`~stylized.growth.predict_transfer` (``rho``, ``alpha_target``,
+    """:attr:`Theory.perturb` of one prediction of :func:`~stylized.theory.growth.predict_transfer` (``rho``, ``alpha_target``,
     ``alpha_renorm``): that one times ``factor``."""
     from ._far_mass_mutants import scaled_prediction
 

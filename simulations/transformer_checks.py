@@ -13,9 +13,11 @@ import json
 import math
 from pathlib import Path
 
-from stylized.registry import Check, register
-from stylized.report import fmt, row
-from stylized.results import results_dir
+from stylized.harness.registry import Check, register
+from stylized.harness.report import fmt, row
+from stylized.harness.results import results_dir
+
+from . import transformer_sections as sections
 
 __all__ = ["C6", "BRIDGE", "RETRIEVAL", "C6_STATEMENT"]
 
@@ -193,6 +195,7 @@ def _c6_section(directory: Path) -> list[str]:
                   f"C6 row holds when no row contradicts: {_verdict_word(r.get('holds'))}.", ""]
         lines += _verdict_table(r, level)
         lines += _verdict_level_lines(level)
+        lines += [""] + sections.regime_lines(r)
         lines += ["", "PPL(L)/PPL(L_train), the author's metric (every position of the window): seed geometric mean "
                   "[seed range] (paper's ratio, trained at 512 on OpenWebText, in parentheses).", ""]
         lines += _ratio_table(r, "all")
@@ -200,6 +203,9 @@ def _c6_section(directory: Path) -> list[str]:
         lines += _ratio_table(r, "target")
         lines.append("")
     lines += _lr_sweep_section(directory)
+    lines += sections.lr_robustness_section(directory)
+    lines += sections.author_ab_section(directory)
+    lines += sections.cpu_long_section(directory, _ratio_table)
     bpe = directory / "transformer" / "runs" / "cpu-bpe" / "cpu_compare.json"
     if bpe.exists():
         r = json.loads(bpe.read_text())

@@ -1,7 +1,7 @@
 """Shared pieces of the C5 value checks: options, the engine loop over ``M``, the joint verdict, mutants.
 
 Every value check draws its samples through :func:`energy_rows` (one Monte Carlo engine,
-:func:`stylized.values.far_energy_samples`) and takes its exact values from :func:`row_theory`;
+:func:`stylized.engine.values.far_energy_samples`) and takes its exact values from :func:`row_theory`;
 both look up the engine and the closed forms in this module at run time, which is where the
 mutants (:func:`no_transport`, :func:`chi_scaled_theory`, …) patch them.
 
@@ -23,15 +23,16 @@ from unittest import mock
 import numpy as np
 from scipy import stats
 
-from stylized import plotting as sp
-from stylized import values as _values
-from stylized.counter_rng import chunked_generators
-from stylized.estimators import mean_ci
-from stylized.families import StepFamily
-from stylized.montecarlo import check_positive_int, progress
-from stylized.options import Choice, Float, Int
-from stylized.registry import Mutant, Option, Theory
-from stylized.value_theory import (
+from stylized.core.counter_rng import chunked_generators
+from stylized.core.estimators import mean_ci
+from stylized.core.montecarlo import check_positive_int, progress
+from stylized.core.options import Choice, Float, Int
+from stylized.engine import values as _values
+from stylized.engine.values import chunk_size, far_energy_samples, in_law_sums
+from stylized.harness import plotting as sp
+from stylized.harness.registry import Mutant, Option, Theory
+from stylized.laws.families import StepFamily
+from stylized.theory.value_theory import (
     coherent_sum,
     correlation_pairs,
     has_correlation_pairs,
@@ -41,7 +42,6 @@ from stylized.value_theory import (
     qkv_interference_radius,
     qkv_interference_theory,
 )
-from stylized.values import chunk_size, far_energy_samples, in_law_sums
 
 from ._common import finite
 
@@ -355,7 +355,7 @@ def chi_scaled_theory(family: StepFamily, b: np.ndarray, M: int, noise: float = 
 
 
 def chi_scaled_pairs(family: StepFamily, b: np.ndarray, *, factor: float = 1.03) -> tuple[np.ndarray, np.ndarray]:
-    """Wrong theory: :func:`stylized.value_theory.correlation_pairs` with every ``χ`` times ``factor`` (patched into
+    """Wrong theory: :func:`stylized.theory.value_theory.correlation_pairs` with every ``χ`` times ``factor`` (patched into
     the engine's plug-in ``ᾱᵀCᾱ``)."""
     w, z = correlation_pairs(family, b)
     z = z * factor
@@ -369,7 +369,7 @@ def asymptote_theory(family: StepFamily, b: np.ndarray, M: int, noise: float = 0
 
 def repeated_steps(draw):
     """Wrong model: every step of a route equal to its first, ``P_n = m^n`` (commuting, not independent);
-    wraps :func:`stylized.values.draw_route_steps`."""
+    wraps :func:`stylized.engine.values.draw_route_steps`."""
     def drawn(family, size, N, rng, *, backend="numpy"):
         steps = draw(family, size, N, rng, backend=backend)
         rep = steps[:, 1:2] if N > 1 else steps[:, :1]
@@ -432,4 +432,4 @@ NO_VALUE_TRANSPORT = Mutant(
     patch=lambda: mock.patch("simulations.value_common.far_energy_samples", no_transport))
 REPEATED_STEPS = Mutant(
     "repeated-steps", "every step of a route equal to its first, P_n = mⁿ (commuting, not i.i.d.)",
-    patch=lambda: mock.patch("stylized.values.draw_route_steps", repeated_steps(_values.draw_route_steps)))
+    patch=lambda: mock.patch("stylized.engine.values.draw_route_steps", repeated_steps(_values.draw_route_steps)))

@@ -3,7 +3,7 @@
 Far values share a background, ``v_j = b + ξ_j``.  QK-only, the far output ``F = Σ_far α_j v_j``
 adds the background coherently (``||F||² = ρ_D²||b||²``); QKV transports each value along its
 route, ``F = Σ_far α_j P_{j→i} v_j``, and the transported backgrounds cancel.  The exact finite-``M``
-value ``r(M) = E||F||²/(ρ_D²||b||²)`` is :func:`stylized.value_theory.qkv_interference_theory`.
+value ``r(M) = E||F||²/(ρ_D²||b||²)`` is :func:`stylized.theory.value_theory.qkv_interference_theory`.
 
 * ``value-incoherence``: ``r`` per (variant, M) against the exact value (equal weights), or the
   paired excess over the independent-weights plug-in ``ᾱᵀCᾱ`` (softmax, uniform keys);
@@ -28,10 +28,10 @@ from unittest import mock
 import numpy as np
 from scipy import stats
 
-from stylized import plotting as sp
-from stylized.options import Int, IntList
-from stylized.registry import Check, Mutant, Option, Theory, headline, patched, register
-from stylized.value_theory import coherent_sum, correlation_pairs
+from stylized.core.options import Int, IntList
+from stylized.harness import plotting as sp
+from stylized.harness.registry import Check, Mutant, Option, Theory, headline, patched, register
+from stylized.theory.value_theory import coherent_sum, correlation_pairs
 
 from ._common import family_from_params, family_options, limits
 from .value_common import (
@@ -260,7 +260,7 @@ def plot_scaling(result: dict, outdir: Path) -> list[Path]:
 # registration
 # ---------------------------------------------------------------------------------------
 _THEORY = "simulations.value_common.qkv_interference_theory"
-_PLUGIN = "stylized.values._plugin"
+_PLUGIN = "stylized.engine.values._plugin"
 
 # the exact finite-M QKV value, scaled at M ≥ 2 (M = 1: r(1) = 1 by orthogonality)
 _R_EXACT = level_theory(

@@ -10,9 +10,9 @@ author's implementation).  Per trial the paired contrast ``Δ = ||F_same||² −
   ``E[||F_indep||² | ᾱ] = ᾱᵀCᾱ + σ²dΣᾱ²`` *(exact)*.  Uniform keys: the same holds for ``same`` and
   ``E Δ = 0``.  Keys aligned with ``b̂``: the weights select routes that keep ``b̂`` and only ``same``
   keeps a coherent part, ``Δ > 0`` (one-sided test at the largest ``M``).  For Haar steps with keys
-  ``= b̂`` both energies are exact at every ``M`` (:func:`stylized.value_theory.haar_tilt_energy`), so
+  ``= b̂`` both energies are exact at every ``M`` (:func:`stylized.theory.value_theory.haar_tilt_energy`), so
   ``Δ`` is tested against its exact value; for SO(2) only its ``M → ∞`` limit, the torus tilt floor
-  (:func:`stylized.value_theory.tilt_floor`), is known: it is reported, not tested (at ``M = 1024``,
+  (:func:`stylized.theory.value_theory.tilt_floor`), is known: it is reported, not tested (at ``M = 1024``,
   ``d = 64`` the measured ``Δ`` is still ≈ 6% below it, and at ``d = 8`` the gap still shrinks slower than
   ``1/M`` at ``M = 4096``).
 
@@ -32,10 +32,10 @@ from unittest import mock
 
 import numpy as np
 
-from stylized import plotting as sp
-from stylized.options import Int, IntList
-from stylized.registry import Check, Mutant, Option, Theory, headline, register
-from stylized.value_theory import haar_tilt_energy, tilt_floor
+from stylized.core.options import Int, IntList
+from stylized.harness import plotting as sp
+from stylized.harness.registry import Check, Mutant, Option, Theory, headline, register
+from stylized.theory.value_theory import haar_tilt_energy, tilt_floor
 
 from ._common import family_from_params, family_options, finite, limits
 from .value_common import (
@@ -194,8 +194,7 @@ def _halving_times(factor: float):
 
 def same_stream(*args, **kwargs) -> dict[str, np.ndarray]:
     """Wrong model: the 'independent' stream replaced by the same route transport as the keys."""
-    from stylized import values
-
+    from stylized.engine import values
     out = values.far_energy_samples(*args, **kwargs)
     if "qkv-indep" in out:
         out["qkv-indep"] = out["qkv"].copy()
@@ -225,15 +224,15 @@ register(limits(Check(
         Mutant("no-value-transport", "QK-only sums in place of both transported sums",
                patch=lambda: mock.patch("simulations.value_common.far_energy_samples", no_transport)),
         Mutant("chi-off-3pct", "the plug-in ᾱᵀCᾱ with χ × 1.03",
-               patch=lambda: mock.patch("stylized.values.correlation_pairs", partial(chi_scaled_pairs, factor=1.03))),
+               patch=lambda: mock.patch("stylized.engine.values.correlation_pairs", partial(chi_scaled_pairs, factor=1.03))),
         Mutant("chi-off-3pct-equal", "equal weights: the exact finite-M formula with χ × 1.03",
                patch=lambda: mock.patch("simulations.value_common.qkv_interference_theory",
                                         partial(chi_scaled_theory, factor=1.03)),
                params={"weights": "equal"}),
         Mutant("plugin-x0.97", "the plug-in ᾱᵀCᾱ × 0.97 (its level 3% low)",
-               patch=theory_scaled("stylized.values._plugin", 0.97)),
+               patch=theory_scaled("stylized.engine.values._plugin", 0.97)),
         Mutant("plugin-x1.03", "the plug-in ᾱᵀCᾱ × 1.03 (its level 3% high)",
-               patch=theory_scaled("stylized.values._plugin", 1.03)),
+               patch=theory_scaled("stylized.engine.values._plugin", 1.03)),
         Mutant("theory-x0.97-equal", "equal weights: the exact finite-M value × 0.97",
                patch=theory_scaled("simulations.value_common.qkv_interference_theory", 0.97),
                params={"weights": "equal"}),
@@ -243,7 +242,7 @@ register(limits(Check(
     reduced={"d": 16, "M": [16, 64, 256], "trials": 300},
     theories=(
         level_theory("ᾱᵀCᾱ", "the independent-weights plug-in ᾱᵀCᾱ of the drawn weights × factor at M ≥ 2 (M = 1: "
-                     "C_00 = 1; its noise term σ²dΣᾱ² and the contrast's 0 left alone)", "stylized.values._plugin", m_arg=3),
+                     "C_00 = 1; its noise term σ²dΣᾱ² and the contrast's 0 left alone)", "stylized.engine.values._plugin", m_arg=3),
         level_theory("r_QKV(M)", "equal weights: the exact finite-M value (1/M²)Σ_{j,k} b̂ᵀE[M]^{|j−k|}b̂ × factor at M ≥ 2 "
                      "(M = 1 is 1 by orthogonality; the contrast's 0 left alone)",
                      "simulations.value_common.qkv_interference_theory", m_arg=2, params={"weights": "equal"}),

@@ -7,9 +7,9 @@ Three weight modes per family (SO(2), Householder, lazy Haar, Haar):
   weights, exactly (paired excess 0);
 * softmax, keys ``= b̂`` (weights select routes that keep ``b̂``): a coherent excess over the plug-in.
   For Haar steps the routes ``P_n b̂`` are i.i.d. uniform and the energy has an exact finite-``M``
-  value (:func:`stylized.value_theory.haar_tilt_energy`) tending to the floor
+  value (:func:`stylized.theory.value_theory.haar_tilt_energy`) tending to the floor
   ``(I_{d/2}(λ)/I_{d/2−1}(λ))²``; other families are tested for a positive excess at the largest ``M``
-  and their ``M → ∞`` floor (:func:`stylized.value_theory.tilt_floor`) is reported.
+  and their ``M → ∞`` floor (:func:`stylized.theory.value_theory.tilt_floor`) is reported.
 
 Besides the row-by-row tests, each exact theory's level is pooled over its rows (all families):
 ``estimate/exact − 1`` (equal weights; Haar with keys ``= b̂``) and ``excess/plug-in`` (uniform keys) are 0.
@@ -25,11 +25,11 @@ from unittest import mock
 
 import numpy as np
 
-from stylized import plotting as sp
-from stylized import value_theory
-from stylized.options import Int, IntList
-from stylized.registry import Check, Mutant, Option, register
-from stylized.value_theory import haar_tilt_energy, haar_tilt_floor, tilt_floor
+from stylized.core.options import Int, IntList
+from stylized.harness import plotting as sp
+from stylized.harness.registry import Check, Mutant, Option, register
+from stylized.theory import value_theory
+from stylized.theory.value_theory import haar_tilt_energy, haar_tilt_floor, tilt_floor
 
 from ._common import families_from_params, family_options, finite, limits
 from .value_common import (
@@ -245,7 +245,7 @@ register(limits(Check(
                      "M ≥ 2 (M = 1 is 1 by orthogonality; the other modes left alone)",
                      "simulations.value_common.qkv_interference_theory", m_arg=2),
         level_theory("ᾱᵀCᾱ", "softmax, uniform keys: the plug-in ᾱᵀCᾱ of the drawn weights × factor at M ≥ 2 (M = 1: "
-                     "C_00 = 1; the other modes left alone)", "stylized.values._plugin", m_arg=3),
+                     "C_00 = 1; the other modes left alone)", "stylized.engine.values._plugin", m_arg=3),
         level_theory("E_λ(M)", "Haar, keys = b̂: the exact finite-M tilted energy and its plug-in part E[Σᾱ²] × factor at "
                      "M ≥ 2 (M = 1 is 1; the M → ∞ floors are reported, not tested)",
                      "simulations.value_noncommutative.haar_tilt_energy", m_arg=2),

@@ -21,16 +21,16 @@ from unittest import mock
 import numpy as np
 from scipy import optimize, stats
 
-from stylized import plotting as sp
-from stylized import values
-from stylized.counter_rng import chunked_generators
-from stylized.estimators import mean_ci
-from stylized.families import StepFamily
-from stylized.montecarlo import check_positive_int
-from stylized.montecarlo import progress as bar
-from stylized.options import Int, IntList
-from stylized.registry import Check, Mutant, Option, headline, register
-from stylized.values import chunk_size, ratio_ci, snr_samples
+from stylized.core.counter_rng import chunked_generators
+from stylized.core.estimators import mean_ci
+from stylized.core.montecarlo import check_positive_int
+from stylized.core.montecarlo import progress as bar
+from stylized.core.options import Int, IntList
+from stylized.engine import values
+from stylized.engine.values import chunk_size, ratio_ci, snr_samples
+from stylized.harness import plotting as sp
+from stylized.harness.registry import Check, Mutant, Option, headline, register
+from stylized.laws.families import StepFamily
 
 from ._common import family_from_params, family_options, finite, limits
 from .value_common import (
@@ -64,7 +64,7 @@ def near_transport_theory(fam: StepFamily, t: np.ndarray, n: int, *, factor: flo
 
 
 def untransported_snr(*args, **kwargs) -> dict[str, np.ndarray]:
-    """Wrong model: :func:`stylized.values.snr_samples` with the values left untransported (QKV = QK)."""
+    """Wrong model: :func:`stylized.engine.values.snr_samples` with the values left untransported (QKV = QK)."""
     out = values.snr_samples(*args, **kwargs)
     out.update(signal_qkv=out["signal_qk"].copy(), interf_qkv=out["interf_qk"].copy(),
                overlap=np.ones_like(out["overlap"]))

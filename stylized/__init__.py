@@ -10,7 +10,7 @@ sets and the far mass ``ρ_D``; closed-form bounds; estimators with intervals.
 >>> round(fam.spectral_gap, 4)
 0.1585
 
-Run a paper check from Python (:mod:`stylized.api`; the same options and defaults as
+Run a paper check from Python (:mod:`stylized.harness.api`; the same options and defaults as
 ``stylized check NAME``): ``r = st.run("score-gap", d=64)`` gives ``r.holds``, ``r.rows``,
 ``r.headline``, ``r.plot()``, ``r.to_json()``.  Bad options raise :class:`InvalidInput` (a ``ValueError``)
 naming the option, before any work.
@@ -21,24 +21,28 @@ Numba caches the compiled kernels under the user's cache folder (``$XDG_CACHE_HO
 
 import os as _os
 
-from ._cache import user_cache_dir as _user_cache_dir
+from .core._cache import user_cache_dir as _user_cache_dir
 
 _os.environ.setdefault("NUMBA_CACHE_DIR", _os.path.join(_user_cache_dir(), "numba"))  # before numba is imported
+
+from . import _aliases  # noqa: E402  (the flat layout's module names, ``stylized.scores`` …, still import)
+
+_aliases.install()
 
 __version__ = "0.1.0"  # the one place the version is written (pyproject.toml reads it)
 
 # Public names, imported on first use (PEP 562) so that ``stylized --version`` and ``--help`` start without
 # loading SciPy and Numba.
 _LAZY = {
-    "api": ("Result", "check_names", "defaults", "run"),
-    "attention": ("StylizedAttention", "alibi_bias", "far_mass", "scores", "softmax"),
-    "bounds": ("alibi_far_sum", "chi_power_correlation", "far_mass_lower_bound", "haar_coordinate_tail",
+    "harness.api": ("Result", "check_names", "defaults", "run"),
+    "engine.attention": ("StylizedAttention", "alibi_bias", "far_mass", "scores", "softmax"),
+    "theory.bounds": ("alibi_far_sum", "chi_power_correlation", "far_mass_lower_bound", "haar_coordinate_tail",
                "hoeffding_tail", "lambda_required", "levy_tail", "mixing_window"),
-    "errors": ("InvalidInput",),
-    "estimators": ("Estimate", "mean_ci", "proportion_ci"),
-    "families": ("FAMILY_NAMES", "law_names", "make_family", "register_law", "rope_frequencies"),
+    "core.errors": ("InvalidInput",),
+    "core.estimators": ("Estimate", "mean_ci", "proportion_ci"),
+    "laws.families": ("FAMILY_NAMES", "law_names", "make_family", "register_law", "rope_frequencies"),
     "laws.base": ("StepLaw",),
-    "transport": ("route_product", "transported_queries", "transported_sum"),
+    "engine.transport": ("route_product", "transported_queries", "transported_sum"),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
 
@@ -50,7 +54,7 @@ def __getattr__(name: str):
     import importlib.util
 
     module = _WHERE.get(name)
-    if module is None:  # a submodule not imported yet (``stylized.api``), as without the lazy names
+    if module is None:  # a submodule not imported yet (``stylized.harness.api``), as without the lazy names
         if not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
             return importlib.import_module(f".{name}", __name__)
         raise AttributeError(f"module 'stylized' has no attribute {name!r}")

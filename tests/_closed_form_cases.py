@@ -9,10 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from stylized import attention, retrieval, sampling
 from stylized import theory as th
-from stylized.families import make_family
-from stylized.farmass import GrowthModel
+from stylized.engine import attention, sampling
+from stylized.engine.farmass import GrowthModel
+from stylized.laws.families import make_family
+from stylized.theory import retrieval
 
 FAM = make_family("householder", 8)
 SO2 = make_family("so2-uniform", 8, omega=0.7)

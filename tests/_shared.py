@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stylized.backend import cupy_available
+from stylized.core.backend import cupy_available
 
 needs_gpu = pytest.mark.skipif(not cupy_available(), reason="CuPy with a CUDA GPU is not available here")
 
@@ -26,9 +26,9 @@ FAMILY_IDS = [name + ("-mu" if "mu" in kw else "") for name, kw in FAMILY_CASES]
 
 
 def build_family(name: str, d: int, **kw):
-    """``make_family(name, d, **kw)``, plus ``"token"`` (:class:`~stylized.families.TokenAngles` with a fixed
+    """``make_family(name, d, **kw)``, plus ``"token"`` (:class:`~stylized.laws.families.TokenAngles` with a fixed
     table of 5 tokens unless ``table``/``probs`` are given) and ``so2-normal`` with a rotation part ``mu``."""
-    from stylized.families import SO2Normal, TokenAngles, make_family
+    from stylized.laws.families import SO2Normal, TokenAngles, make_family
 
     if name == "token":
         table = kw.pop("table", np.random.default_rng(0).uniform(-1.0, 1.0, (5, max(int(d), 2) // 2)))

@@ -20,7 +20,7 @@ def tmp_results(tmp_path, monkeypatch):
 @pytest.fixture()
 def cupy_standin():
     """Run backend ``"cupy"`` through its array-namespace path with NumPy standing in for CuPy."""
-    from stylized.backend import numpy_standin_for_cupy
+    from stylized.core.backend import numpy_standin_for_cupy
 
     with numpy_standin_for_cupy():
         yield

@@ -7,8 +7,8 @@ import json
 import pytest
 
 import stylized
-from stylized.cli import main
-from stylized.registry import get_check
+from stylized.cli.app import main
+from stylized.harness.registry import get_check
 
 SMALL = {"family": "householder", "d": [16], "M": [64, 1024], "trials": 16, "trials_near": 200}
 

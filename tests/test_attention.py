@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from stylized.attention import StylizedAttention, alibi_bias, far_mass, scores, softmax
-from stylized.families import FAMILY_NAMES, StepLaw, make_family, uniform_sphere
-from stylized.transport import route_product
+from stylized.engine.attention import StylizedAttention, alibi_bias, far_mass, scores, softmax
+from stylized.engine.transport import route_product
+from stylized.laws.families import FAMILY_NAMES, StepLaw, make_family, uniform_sphere
 
 
 @dataclass(frozen=True)

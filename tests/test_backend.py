@@ -7,16 +7,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stylized.backend import array_namespace, check_backend
-from stylized.families import make_family, uniform_sphere
-from stylized.kernels import (
+from stylized.core.backend import array_namespace, check_backend
+from stylized.engine.kernels import (
     householder_chain_normals,
     householder_chain_numba,
     householder_queries_numpy,
     householder_route,
     kernel,
 )
-from stylized.sampling import _sample_overlaps_xp, sample_far_route, sample_far_route_dense, sample_overlaps
+from stylized.engine.sampling import _sample_overlaps_xp, sample_far_route, sample_far_route_dense, sample_overlaps
+from stylized.laws.families import make_family, uniform_sphere
 from tests._shared import needs_gpu
 
 

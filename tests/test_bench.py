@@ -48,7 +48,7 @@ def test_score_bench_rows_contract(monkeypatch):
 def test_the_library_never_imports_benchmarks():
     """No ``stylized`` module imports ``benchmarks``, not even inside a function: ``stylized bench`` is a
     ``stylized.commands`` entry point that the benchmarks package provides."""
-    for path in Path(__file__).resolve().parents[1].joinpath("stylized").glob("*.py"):
+    for path in Path(__file__).resolve().parents[1].joinpath("stylized").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
@@ -70,7 +70,7 @@ def test_transformer_bench_smoke(tmp_path):
 def test_stylized_bench_runs_the_benchmarks_package(monkeypatch):
     calls = []
     monkeypatch.setattr(bench, "main", lambda **kw: calls.append(kw) or 0)
-    from stylized.cli import main as cli_main
+    from stylized.cli.app import main as cli_main
 
     assert cli_main(["bench", "--repeat", "2", "--json"]) == 0
     assert calls == [{"repeat": 2, "as_json": True, "with_check_all": False}]

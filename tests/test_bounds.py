@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import integrate, special
 
-from stylized import bounds
+from stylized.theory import bounds
 
 
 def test_far_mass_bound_equality_configuration():
@@ -101,9 +101,11 @@ def test_each_closed_form_has_one_implementation():
     """Regression (issue 16): ``haar_mgf`` existed twice with different formulas; the re-exports are the same objects."""
     import importlib
 
-    from stylized import farmass, lse, score_laws, theory, weight_laws
+    from stylized import theory
+    from stylized.engine import farmass, lse
+    from stylized.theory import score_laws, weight_laws
 
-    scores = importlib.import_module("stylized.scores")  # ``stylized.scores`` the attribute is attention's function
+    scores = importlib.import_module("stylized.engine.scores")  # ``stylized.engine.scores`` the attribute is attention's function
     assert farmass.haar_mgf is scores.haar_mgf is score_laws.haar_mgf is theory.haar_mgf is weight_laws.haar_mgf
     assert farmass.alibi_far_mass_bound is theory.alibi_far_mass_bound is bounds.alibi_far_mass_bound
     assert farmass.horizon_prediction is theory.horizon_prediction is bounds.horizon_prediction

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from stylized.cli import main
+from stylized.cli.app import main
 
 CONTRACT = {"claim", "params", "holds", "rows", "seconds"}
 ROW_KEYS = {"estimate", "ci_low", "ci_high", "theory", "n_samples"}
@@ -74,8 +74,8 @@ def test_save_and_figure_from_saved_result(tmp_results):
     assert not (tmp_results / "results" / "mixing.json").exists()
     (run,) = (tmp_results / "results" / "runs").glob("mixing-*")
     assert (run / "mixing.csv").read_text().startswith("family,n,estimate")
-    from stylized.registry import get_check
-    from stylized.results import load_result
+    from stylized.harness.registry import get_check
+    from stylized.harness.results import load_result
 
     (png,) = get_check("mixing").plot(load_result("mixing", run), tmp_results / "figures")
     assert png.stat().st_size > 10_000
@@ -125,8 +125,8 @@ import stylized
 for m in pkgutil.iter_modules(stylized.__path__):
     if m.name not in ("__main__",):
         importlib.import_module("stylized." + m.name)
-from stylized.registry import load_checks
-from stylized.report import render_paper_checks
+from stylized.harness.registry import load_checks
+from stylized.harness.report import render_paper_checks
 assert load_checks(external=True) == {}
 render_paper_checks()
 assert not any(k == "simulations" or k.startswith("simulations.") for k in sys.modules)
@@ -151,8 +151,8 @@ def test_the_library_never_imports_the_experiments():
 
 def test_every_help_page_renders(capsys):
     """``--help`` of ``check`` and of every check exits 0 (help text is %-formatted by argparse)."""
-    from stylized.cli import main
-    from stylized.registry import load_checks
+    from stylized.cli.app import main
+    from stylized.harness.registry import load_checks
 
     for argv in (["check", "--help"], *(["check", name, "--help"] for name in load_checks())):
         with pytest.raises(SystemExit) as e:
@@ -191,7 +191,7 @@ def test_a_plugin_command_whose_module_is_missing_fails_in_one_line(monkeypatch,
     """An entry-point command whose package is not installed (torch for ``transformer``, the checkout's
     ``benchmarks/`` for ``bench``): any arguments give one line and exit 2, never argparse's complaint about its
     options or a traceback; a plugin never shadows a built-in command."""
-    from stylized import cli
+    from stylized.cli import app as cli
 
     fake = {"transformer": "no_such_package_xyz.cli:add_parser", "check": "no_such_package_xyz:add_parser"}
     monkeypatch.setattr(cli, "plugins", lambda group: fake)
@@ -209,7 +209,7 @@ def test_version_and_help_start_without_scipy_numba_or_the_checks():
     import subprocess
     import sys
 
-    code = ("import sys\nfrom stylized.cli import main\n"
+    code = ("import sys\nfrom stylized.cli.app import main\n"
             "for argv in (['--version'], ['--help']):\n"
             "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
             "heavy = sorted(m for m in ('scipy', 'numba', 'matplotlib', 'simulations') if m in sys.modules)\n"

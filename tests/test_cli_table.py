@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from stylized.cli_table import MAX_ROWS, compact_table, table
+from stylized.cli.table import MAX_ROWS, compact_table, table
 
 
 def _rows(n: int = 100, failing: int = 97) -> list[dict]:

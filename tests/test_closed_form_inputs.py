@@ -28,8 +28,8 @@ import warnings
 import numpy as np
 import pytest
 
-from stylized import attention, sampling
 from stylized import theory as th
+from stylized.engine import attention, sampling
 from tests._closed_form_cases import (
     CASES,
     FAM,
@@ -281,7 +281,7 @@ def test_issue_examples_are_refused_naming_the_argument(call, word):
 
 
 def test_wrong_types_are_both_type_and_value_errors():
-    from stylized._broadcast import ArgumentTypeError
+    from stylized.core._broadcast import ArgumentTypeError
 
     for call in (lambda: th.haar_mgf("x", 8), lambda: th.far_mass_lower_bound(None, 1, 1), lambda: FAM.rvs(True)):
         with pytest.raises(ArgumentTypeError) as e:

@@ -14,27 +14,27 @@ import pytest
 
 from simulations import contraction_norm as cn
 from simulations._contraction_far import far_mass_draws
-from stylized.backend import numpy_standin_for_cupy
-from stylized.bounds import far_mass_lower_bound
-from stylized.contraction_theory import (
+from stylized.core.backend import numpy_standin_for_cupy
+from stylized.engine.transport import route_queries, route_sum, transported_queries, transported_sum
+from stylized.engine.transport_reference import (
+    dense_route_steps,
+    position_to_route,
+    reference_sum,
+    route_product,
+    route_products,
+)
+from stylized.harness.falsify import run_reduced
+from stylized.laws.base import StepLaw
+from stylized.laws.contraction import Contraction
+from stylized.laws.families import law_names, make_family
+from stylized.theory.bounds import far_mass_lower_bound
+from stylized.theory.contraction_theory import (
     increment_moments,
     log_norm_moments,
     mean_square_norm,
     sample_increments,
     sample_log_norms,
     shrink_rate,
-)
-from stylized.falsify import run_reduced
-from stylized.families import law_names, make_family
-from stylized.laws.base import StepLaw
-from stylized.laws.contraction import Contraction
-from stylized.transport import route_queries, route_sum, transported_queries, transported_sum
-from stylized.transport_reference import (
-    dense_route_steps,
-    position_to_route,
-    reference_sum,
-    route_product,
-    route_products,
 )
 
 Z = 4.5

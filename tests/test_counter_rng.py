@@ -11,8 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from stylized.context_sweep import so2_context_inputs, so2_context_numba, so2_context_numpy
-from stylized.counter_rng import (
+from stylized.core.counter_rng import (
     GOLDEN,
     box_muller,
     box_muller_np,
@@ -28,9 +27,10 @@ from stylized.counter_rng import (
     unit_open,
     zero_based_key,
 )
-from stylized.families import make_family
-from stylized.kernels import so2_context_counter, so2_context_counter_inputs, so2_context_sampled
-from stylized.sampling import equal_energy_query
+from stylized.engine.context_sweep import so2_context_inputs, so2_context_numba, so2_context_numpy
+from stylized.engine.kernels import so2_context_counter, so2_context_counter_inputs, so2_context_sampled
+from stylized.engine.sampling import equal_energy_query
+from stylized.laws.families import make_family
 
 
 @numba.njit(error_model="numpy")
@@ -192,6 +192,6 @@ def test_zero_based_streams_are_the_one_convention_rekeyed(key):
     zero_based = mix64_np(np.uint64(key) + t * np.uint64(GOLDEN))
     assert np.array_equal(draw_np(np.uint64(zero_based_key(key)), t), zero_based)
     assert np.array_equal(_draws(np.uint64(zero_based_key(key)), 50), zero_based)
-    from stylized.lse import counter_uniforms
+    from stylized.engine.lse import counter_uniforms
 
     assert np.array_equal(counter_uniforms(key, 0, 50), (zero_based >> np.uint64(11)).astype(float) / 2.0**53)

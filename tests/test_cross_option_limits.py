@@ -14,8 +14,9 @@ import re
 import pytest
 
 import stylized
-from stylized import InvalidInput, cli
-from stylized.registry import get_check
+from stylized import InvalidInput
+from stylized.cli import app as cli
+from stylized.harness.registry import get_check
 
 # (check, arguments, the flags the one line must name: the first is the line's subject)
 LIMITS = [
@@ -136,7 +137,7 @@ def test_a_real_run_refuses_it_alike_before_any_work(name, args, flags, isolated
 @pytest.mark.parametrize("name,args,flags", LIMITS, ids=_IDS)
 def test_stylized_run_raises_invalid_input_naming_the_keyword(name, args, flags, monkeypatch):
     calls = []
-    monkeypatch.setattr(stylized.api, "run_check", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(stylized.harness.api, "run_check", lambda *a, **k: calls.append(a))
     given = {args[i].removeprefix("--").replace("-", "_"): args[i + 1] for i in range(0, len(args), 2)}
     with pytest.raises(InvalidInput) as e:
         stylized.run(name, **given)

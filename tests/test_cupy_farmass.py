@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 from scipy import special
 
-from stylized import farmass as fm
-from stylized.bounds import far_mass_lower_bound
-from stylized.families import make_family
-from stylized.registry import get_check
-from stylized.results import run_check
+from stylized.engine import farmass as fm
+from stylized.harness.registry import get_check
+from stylized.harness.results import run_check
+from stylized.laws.families import make_family
+from stylized.theory.bounds import far_mass_lower_bound
 from tests._shared import needs_gpu, samples_agree
 
 SMALL_BOUND = {"K": 4, "M": 20_000, "lam": 2.0, "trials": 5, "adversarial": 10}

@@ -24,12 +24,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from stylized.backend import array_namespace, numpy_standin_for_cupy, xp_generator
-from stylized.families import SO2Normal, make_family, uniform_sphere
-from stylized.registry import get_check
-from stylized.results import run_check
-from stylized.sampling import equal_energy_query, haar_coordinates, sample_steps
-from stylized.scores import (
+from stylized.core.backend import array_namespace, numpy_standin_for_cupy, xp_generator
+from stylized.engine.sampling import equal_energy_query, haar_coordinates, sample_steps
+from stylized.engine.scores import (
     _running_max,
     far_scores,
     haar_window_sums,
@@ -41,7 +38,10 @@ from stylized.scores import (
     so2_pair_correlation,
     uniform_phase_scores,
 )
-from stylized.transport import route_product
+from stylized.engine.transport import route_product
+from stylized.harness.registry import get_check
+from stylized.harness.results import run_check
+from stylized.laws.families import SO2Normal, make_family, uniform_sphere
 from tests._shared import SCORE_SMALL, means_agree, needs_gpu
 
 SMALL = {**SCORE_SMALL, "mixing": {**SCORE_SMALL["mixing"], "family": "householder,so2-uniform,lazy-haar,haar"}}
@@ -183,10 +183,10 @@ def test_so2_context_inputs_cupy_path_in_law(cupy_standin):
 
 def _generic_near_and_far(fam, L, D, lam, target_n, trials, rng):
     """The reference sweep: one context at a time through the generic O(L·d) transport of
-    :func:`stylized.attention.scores` (dense-free, independent of the array-namespace sweep)."""
+    :func:`stylized.engine.attention.scores` (dense-free, independent of the array-namespace sweep)."""
     from scipy.special import logsumexp
 
-    from stylized.attention import scores
+    from stylized.engine.attention import scores
 
     q = equal_energy_query(fam.d)
     near, far = np.empty((trials, D)), np.empty(trials)

@@ -16,12 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import simulations.value_incoherence  # noqa: F401  (registers the checks)
-from stylized.backend import cupy_available, xp_generator
-from stylized.families import SO2Normal, TokenAngles, make_family
-from stylized.registry import get_check
-from stylized.results import run_check
-from stylized.value_theory import quadratic_form
-from stylized.values import (
+from stylized.core.backend import cupy_available, xp_generator
+from stylized.engine.values import (
     chunk_size,
     draw_route_steps,
     far_energy_samples,
@@ -31,6 +27,10 @@ from stylized.values import (
     route_sum,
     snr_samples,
 )
+from stylized.harness.registry import get_check
+from stylized.harness.results import run_check
+from stylized.laws.families import SO2Normal, TokenAngles, make_family
+from stylized.theory.value_theory import quadratic_form
 from tests._shared import needs_gpu, samples_agree
 
 # small parameters at which the numpy backend holds (checked in the test itself)

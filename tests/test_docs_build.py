@@ -25,7 +25,7 @@ def _gen_claims():
 
 
 def test_claim_pages_cover_every_check(tmp_path):
-    from stylized.registry import load_checks
+    from stylized.harness.registry import load_checks
 
     paths = _gen_claims().generate(tmp_path)
     text = "\n".join(p.read_text() for p in paths if p.suffix == ".rst")

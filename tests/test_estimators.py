@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from stylized.estimators import bonferroni_level, mean_ci, mean_ci_from_moments, proportion_ci
+from stylized.core.estimators import bonferroni_level, mean_ci, mean_ci_from_moments, proportion_ci
 
 
 def test_mean_ci_coverage_is_near_nominal():
@@ -47,7 +47,7 @@ def test_bad_input():
 
 
 def test_contains_with_rounding_tolerance():
-    from stylized.estimators import Estimate, rounding_tolerance
+    from stylized.core.estimators import Estimate, rounding_tolerance
 
     e = Estimate(1.0, 1.0, 1.0, 4000)  # zero-variance row: every sample equals qᵀq
     theory = 0.9999999999999999  # the same qᵀq summed in another order

@@ -17,9 +17,11 @@ from pathlib import Path
 import pytest
 
 import stylized
-from stylized import InvalidInput, cli, registry
-from stylized.registry import Check, Option
-from stylized.results import atomic_write, check_writable
+from stylized import InvalidInput
+from stylized.cli import app as cli
+from stylized.harness import registry
+from stylized.harness.registry import Check, Option
+from stylized.harness.results import atomic_write, check_writable
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -96,7 +98,7 @@ def test_dry_run_applies_every_limit_the_cli_applies(tmp_path, capsys):
 
 def test_stylized_run_raises_invalid_input_named_in_python_before_any_work(monkeypatch):
     calls = []
-    monkeypatch.setattr(stylized.api, "run_check", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(stylized.harness.api, "run_check", lambda *a, **k: calls.append(a))
     with pytest.raises(InvalidInput, match=r"^d: d must be even"):
         stylized.run("mixing", family="so2-uniform", d=13)
     with pytest.raises(InvalidInput, match="trials_near"):
@@ -110,7 +112,7 @@ def test_stylized_run_lets_an_error_of_the_run_propagate_unchanged(monkeypatch):
     def broken(*a, **k):
         raise ValueError("boom: a bug inside the run")
 
-    monkeypatch.setattr(stylized.api, "run_check", broken)
+    monkeypatch.setattr(stylized.harness.api, "run_check", broken)
     with pytest.raises(ValueError, match="^boom: a bug inside the run$") as e:
         stylized.run("mixing", family="householder", d=8)
     assert type(e.value) is ValueError

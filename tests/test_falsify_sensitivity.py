@@ -11,9 +11,9 @@ import sys
 import numpy as np
 import pytest
 
-from stylized.falsify import sensitivity
-from stylized.options import Float
-from stylized.registry import Check, Option, Theory, scaled
+from stylized.core.options import Float
+from stylized.harness.falsify import sensitivity
+from stylized.harness.registry import Check, Option, Theory, scaled
 
 MEASURED = 2.0
 
@@ -68,7 +68,7 @@ def test_a_one_sided_bound_is_searched_only_on_the_side_that_can_flip_it():
 
 
 def test_every_registered_check_declares_the_theories_it_names():
-    from stylized.registry import load_checks
+    from stylized.harness.registry import load_checks
 
     missing = [c.name for c in load_checks().values() if not c.theories]
     assert missing == []

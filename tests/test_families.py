@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stylized.families import (
+from stylized.laws.families import (
     FAMILY_NAMES,
     TokenAngles,
     make_family,
@@ -78,7 +78,7 @@ def test_validation_names_argument_and_range(call, word):
 
 
 def test_validation_lives_in_one_place():
-    from stylized.families import FAMILY_ARG_RANGES, validate_family_args
+    from stylized.laws.families import FAMILY_ARG_RANGES, validate_family_args
 
     assert validate_family_args("householder", np.int64(5)) == 5
     with pytest.raises(ValueError, match="unknown step-family argument 'gamma'"):

@@ -6,7 +6,7 @@ orthogonal draws, the closed-form gap ``γ`` against the dense SVD oracle, ``E[M
 against matrix powers, the window ``W(ε)`` bounding ``||E[M]^W||_op``, reproducibility under a seed,
 invalid input naming the parameter, the law of one step through the transport engine, and every
 transport backend (array-namespace engine, position adapters, Numba kernels, the ``cupy`` path on the
-NumPy stand-in) against the dense route product ``P_n = m_1 ⋯ m_n`` (:mod:`stylized.transport_reference`).
+NumPy stand-in) against the dense route product ``P_n = m_1 ⋯ m_n`` (:mod:`stylized.engine.transport_reference`).
 
 Statistical tests use fixed seeds and a stated band: means within ``4.5`` standard errors per entry
 (two-sided ≈ 7e-6 per entry for a true difference of 0).
@@ -19,8 +19,33 @@ import math
 import numpy as np
 import pytest
 
-from stylized.backend import numpy_standin_for_cupy
-from stylized.families import (
+from stylized.core.backend import numpy_standin_for_cupy
+from stylized.engine.kernels import (
+    householder_overlaps_numba,
+    householder_overlaps_numpy,
+    householder_queries_numba,
+    householder_queries_numpy,
+    so2_scores_numba,
+    so2_scores_numpy,
+)
+from stylized.engine.transport import (
+    route_queries,
+    route_scores,
+    route_sum,
+    route_sums,
+    transported_queries,
+    transported_sum,
+)
+from stylized.engine.transport_reference import (
+    dense_route_steps,
+    position_to_route,
+    reference_scores,
+    reference_sum,
+    route_product,
+    route_products,
+)
+from stylized.engine.values import draw_route_steps
+from stylized.laws.families import (
     Householder,
     SO2Normal,
     StepFamily,
@@ -29,31 +54,6 @@ from stylized.families import (
     rope_frequencies,
     uniform_sphere,
 )
-from stylized.kernels import (
-    householder_overlaps_numba,
-    householder_overlaps_numpy,
-    householder_queries_numba,
-    householder_queries_numpy,
-    so2_scores_numba,
-    so2_scores_numpy,
-)
-from stylized.transport import (
-    route_queries,
-    route_scores,
-    route_sum,
-    route_sums,
-    transported_queries,
-    transported_sum,
-)
-from stylized.transport_reference import (
-    dense_route_steps,
-    position_to_route,
-    reference_scores,
-    reference_sum,
-    route_product,
-    route_products,
-)
-from stylized.values import draw_route_steps
 from tests._shared import FAMILY_CASES, FAMILY_IDS, build_family
 
 Z = 4.5
@@ -207,7 +207,7 @@ class TestFamilyContract:
             for f in (householder_overlaps_numba, householder_overlaps_numpy):
                 assert np.allclose(f(np.ascontiguousarray(steps[:, 1:]), q, ns), want_o, atol=TOL)
         else:
-            from stylized.scores import plane_dot_cross
+            from stylized.engine.scores import plane_dot_cross
 
             dot, cross = plane_dot_cross(q, keys[0])
             s_pos = np.array([q @ route_product(pos_mats, j, N - 1) @ keys[0, j] for j in range(N)])

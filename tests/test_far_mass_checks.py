@@ -13,11 +13,11 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from stylized.bounds import far_mass_lower_bound
-from stylized.falsify import run_reduced
-from stylized.families import StepLaw, make_family
-from stylized.registry import get_check
-from stylized.results import run_check
+from stylized.harness.falsify import run_reduced
+from stylized.harness.registry import get_check
+from stylized.harness.results import run_check
+from stylized.laws.families import StepLaw, make_family
+from stylized.theory.bounds import far_mass_lower_bound
 
 SMALL_GROWTH = {"d": 16, "lam": 5.0, "D": 4, "L": [64, 256, 1024, 4096], "L_sim": 1024, "trials": 6,
                 "horizon_lam": [3.0, 5.0], "horizon_trials": 20}

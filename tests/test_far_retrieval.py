@@ -1,4 +1,4 @@
-"""Far retrieval of a passkey (issue 17): the closed forms of :mod:`stylized.retrieval` against Monte Carlo,
+"""Far retrieval of a passkey (issue 17): the closed forms of :mod:`stylized.theory.retrieval` against Monte Carlo,
 invalid input, reproducibility, and the registered check at its reduced sizes.
 
 Monte Carlo comparisons use fixed seeds and 5-sigma (or exact-interval) tolerances: false-alarm rate < 1e-5 each.
@@ -16,11 +16,11 @@ import pytest
 from scipy import stats
 
 from stylized import StepLaw
-from stylized import retrieval as rt
-from stylized.families import make_family
-from stylized.sampling import equal_energy_query, haar_coordinates
-from stylized.score_chains import score_chains
-from stylized.score_laws import UniformPhaseSum
+from stylized.engine.sampling import equal_energy_query, haar_coordinates
+from stylized.engine.score_chains import score_chains
+from stylized.laws.families import make_family
+from stylized.theory import retrieval as rt
+from stylized.theory.score_laws import UniformPhaseSum
 
 FAMS = [("so2-uniform", {"omega": 1.0}), ("so2-uniform", {"omega": 0.3}), ("rope-random", {}), ("householder", {}),
         ("so2-normal", {"sigma": 0.4}), ("lazy-haar", {"p": 0.05})]
@@ -56,8 +56,7 @@ class TestPasskeyLaw:
             assert abs(float(w @ (pts <= x)) - float(law.cdf(x))) < 2e-3
 
     def test_irwin_hall_and_series_branches_agree(self):
-        from stylized import overlap_laws
-
+        from stylized.theory import overlap_laws
         fam = make_family("so2-uniform", 4, omega=0.9)
         u = np.linspace(0, math.pi, 50)
         for n in (5, 16):
@@ -164,7 +163,7 @@ class TestInvalidInput:
             rt.RetrievalControl("alibi", m=-1.0)
         with pytest.raises(ValueError, match="eps must"):
             rt.nonmixing_share(fam, q, 100, eps=1.5)
-        from stylized.families import TokenAngles
+        from stylized.laws.families import TokenAngles
 
         tok = TokenAngles(d=8, table=np.random.default_rng(0).uniform(-1, 1, (5, 4)))
         with pytest.raises(ValueError, match="no passkey law"):
@@ -188,7 +187,7 @@ class TestInvalidInput:
         (["--m", "1e-9"], "--m: must be a number in [0.001, 100]"),
     ])
     def test_cli_bad_options_exit_2(self, args, word, capsys, tmp_results):
-        from stylized.cli import main
+        from stylized.cli.app import main
 
         assert main(["check", "far-retrieval", *args, "--no-progress"]) == 2
         errors = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("stylized: error:")]
@@ -198,7 +197,7 @@ class TestInvalidInput:
     @pytest.mark.parametrize("family", ["lazy-haar", "haar", "cayley", "householder,lazy-haar"])
     def test_every_orthogonal_iid_law_is_accepted(self, family, capsys, tmp_results):
         """Every law is accepted by design (lazy-haar was once refused): any orthogonal i.i.d. law passes --dry-run."""
-        from stylized.cli import main
+        from stylized.cli.app import main
 
         assert main(["check", "far-retrieval", "--family", family, "--dry-run"]) == 0
         assert json.loads(capsys.readouterr().out)["params"]["family"] == family.split(",")
@@ -206,8 +205,8 @@ class TestInvalidInput:
 
 class TestCheck:
     def test_reduced_check_holds_and_is_reproducible(self):
-        from stylized.falsify import run_reduced
-        from stylized.registry import get_check
+        from stylized.harness.falsify import run_reduced
+        from stylized.harness.registry import get_check
 
         c = get_check("far-retrieval")
         a, b = run_reduced(c, seed=3), run_reduced(c, seed=3)
@@ -300,7 +299,7 @@ class TestLaws:
 
     def test_estimated_rule_matches_the_closed_form(self):
         """The estimated path (reference chains) against the closed form on a law that has both (so2-uniform)."""
-        from stylized.overlap_laws import estimated_rule, reference_draws
+        from stylized.theory.overlap_laws import estimated_rule, reference_draws
 
         fam, d, M = make_family("so2-uniform", 8), 8, 256
         q = equal_energy_query(d)
@@ -312,7 +311,7 @@ class TestLaws:
         assert abs(p_est - rt.rank_one_probability(pts, w, d, M)) < 2.5 * rad
 
     def test_token_planes_without_a_phase_law_are_estimated(self):
-        from stylized.families import TokenAngles
+        from stylized.laws.families import TokenAngles
 
         tok = TokenAngles(d=8, table=np.random.default_rng(0).uniform(-1.5, 1.5, (7, 4)))
         r = _run(tok, M=64, n=[1, 4, 64], trials=100)
@@ -332,7 +331,7 @@ class TestLaws:
     def test_estimated_mean_mutant_run_holds_unmutated(self):
         """The cayley mutant's sizes: the unmutated check holds there (so its flip is the mutation's)."""
         from simulations import far_retrieval as fr
-        from stylized.falsify import run_reduced
+        from stylized.harness.falsify import run_reduced
 
         m = next(x for x in fr.MUTANTS if x.name == "estimated-mean-3pct-low")
         assert run_reduced(fr.CHECK, seed=0, params=m.params)["holds"]

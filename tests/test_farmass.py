@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special
 
-from stylized import farmass as fm
-from stylized.bounds import far_mass_lower_bound, lambda_required
-from stylized.estimators import mean_ci
-from stylized.families import make_family
-from stylized.sampling import haar_coordinates
+from stylized.core.estimators import mean_ci
+from stylized.engine import farmass as fm
+from stylized.engine.sampling import haar_coordinates
+from stylized.laws.families import make_family
+from stylized.theory.bounds import far_mass_lower_bound, lambda_required
 
 lams = st.floats(0.0, 30.0, allow_nan=False)
 sizes = st.integers(0, 40)

@@ -2,9 +2,9 @@
 
 Each registered check's plot runs on a small result (the check's ``reduced`` sizes, results and
 figures in a temporary folder); matplotlib's tight/constrained-layout warnings and missing-glyph
-warnings are errors.  Every figure must be made by :func:`stylized.plotting.figure` (or ``mosaic``)
+warnings are errors.  Every figure must be made by :func:`stylized.harness.plotting.figure` (or ``mosaic``)
 with the theme's rcParams in effect, its text within the theme's sizes, and saved by
-:func:`stylized.plotting.save` (a PDF beside every PNG).  The slower reduced runs are marked ``slow``;
+:func:`stylized.harness.plotting.save` (a PDF beside every PNG).  The slower reduced runs are marked ``slow``;
 the transformer figures are drawn from the committed results (no training, no checkpoint) and need torch.
 """
 
@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stylized import plotting as sp
-from stylized.registry import load_checks
+from stylized.harness import plotting as sp
+from stylized.harness.registry import load_checks
 
 CHECKS = {k: c for k, c in load_checks().items() if c.plot is not None}
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,7 +86,7 @@ TEXT_POINTS = (5.5, 10.0)  # every text of a figure, in points: readable in prin
 
 
 def _theme_in_effect() -> list[str]:
-    """The :data:`THEME_KEYS` whose current value differs from :func:`stylized.plotting.rc_params`."""
+    """The :data:`THEME_KEYS` whose current value differs from :func:`stylized.harness.plotting.rc_params`."""
     import matplotlib as mpl
 
     want = sp.rc_params()
@@ -104,7 +104,7 @@ def _text_sizes_off(fig) -> list[str]:
 
 @pytest.fixture()
 def inspected(monkeypatch):
-    """Wrap :func:`stylized.plotting.figure`, ``mosaic`` and ``save``: record whether each figure was made with the
+    """Wrap :func:`stylized.harness.plotting.figure`, ``mosaic`` and ``save``: record whether each figure was made with the
     theme in effect, and at save time its width, text sizes and any overlapping labels."""
     seen: list[dict] = []
     made: dict[int, list[str]] = {}
@@ -119,7 +119,7 @@ def inspected(monkeypatch):
 
     def save(fig, path, **kw):
         seen.append({"path": Path(path), "width": float(fig.get_size_inches()[0]), "overlaps": overlapping_labels(fig),
-                     "theme": made.get(id(fig), ["not made by stylized.plotting.figure or mosaic"]),
+                     "theme": made.get(id(fig), ["not made by stylized.harness.plotting.figure or mosaic"]),
                      "sizes": _text_sizes_off(fig)})
         return real_save(fig, path, **kw)
 
@@ -133,7 +133,7 @@ def assert_figures_ok(paths: list[Path], seen: list[dict]) -> None:
     from PIL import Image
 
     assert paths, "the plot wrote no figure"
-    assert len(seen) == len(paths), "every figure must be written by stylized.plotting.save"
+    assert len(seen) == len(paths), "every figure must be written by stylized.harness.plotting.save"
     for s in seen:
         assert s["width"] <= sp.MAX_WIDTH + 1e-9, f"{s['path']}: {s['width']:.2f} in wide"
         assert not s["overlaps"], f"{s['path'].name}: overlapping labels {s['overlaps']}"
@@ -157,7 +157,7 @@ def _param(name: str):
 
 @pytest.mark.parametrize("name", [_param(n) for n in CHECKS])
 def test_check_figure_renders_from_a_reduced_run(name, tmp_results, inspected):
-    from stylized.falsify import run_reduced
+    from stylized.harness.falsify import run_reduced
 
     r = run_reduced(CHECKS[name], seed=0)["result"]
     with strict_layout():
@@ -205,7 +205,7 @@ def test_every_committed_figure_has_its_pdf():
 
 
 def test_no_second_plot_style_remains():
-    """Every figure goes through stylized.plotting: no module draws with its own style or saves by itself."""
+    """Every figure goes through stylized.harness.plotting: no module draws with its own style or saves by itself."""
     import simulations._common as common
 
     assert not {"new_figure", "save_figure", "caption"} & set(vars(common))
@@ -214,7 +214,7 @@ def test_no_second_plot_style_remains():
         text = f.read_text(encoding="utf-8")
         if re.search(r"sns\.set_theme|matplotlib\.use\(|\.savefig\(|plt\.subplots\(", text):
             offenders.append(str(f.relative_to(ROOT)))
-    assert offenders == [], f"draw or save outside stylized.plotting: {offenders}"
+    assert offenders == [], f"draw or save outside stylized.harness.plotting: {offenders}"
 
 
 class TestPlotting:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from stylized.cli import main
+from stylized.cli.app import main
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "simulations" / "results" / "far-mass-bound.json"
@@ -70,7 +70,7 @@ def test_result_plot_saves_png_and_pdf_in_the_theme(tmp_path, monkeypatch):
     import matplotlib as mpl
     from matplotlib.figure import Figure
 
-    from stylized.api import Result
+    from stylized.harness.api import Result
 
     data = json.loads(COMMITTED.read_text())
     r = Result(name=data["claim"], claim=data["paper_claim"], holds=bool(data["holds"]), rows=data["rows"],
@@ -87,7 +87,7 @@ def test_result_plot_saves_png_and_pdf_in_the_theme(tmp_path, monkeypatch):
         fig = r.plot(tmp_path / "mine.png")
     assert isinstance(fig, Figure)
     assert (tmp_path / "mine.png").is_file() and (tmp_path / "mine.pdf").is_file()
-    from stylized.plotting import rc_params
+    from stylized.harness.plotting import rc_params
 
     assert len(seen) >= 2 and set(seen) == {rc_params()["font.size"]}  # the check's own save, then ours
     assert all(t.get_fontsize() <= 10 for t in fig.findobj(mpl.text.Text) if t.get_text())

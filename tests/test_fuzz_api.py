@@ -24,8 +24,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stylized import attention, bounds, estimators, families, growth, lse, score_laws, value_theory
-from stylized.families import make_family
+from stylized.core import estimators
+from stylized.engine import attention, lse
+from stylized.laws import families
+from stylized.laws.families import make_family
+from stylized.theory import bounds, growth, score_laws, value_theory
 from tests._shared import report_fuzz
 
 TRIED: collections.Counter = collections.Counter()

@@ -4,7 +4,7 @@ Contract: exit 2 with one line ``stylized: error: …`` naming the option (and i
 0/1 with valid strict JSON of finite numbers on stdout; never a traceback, never a hang.
 
 The targets are derived from the registry and the option specs, so a new check or option is
-fuzzed automatically.  The bulk runs in-process (``stylized.cli.main``, output captured) on the
+fuzzed automatically.  The bulk runs in-process (``stylized.cli.app.main``, output captured) on the
 validation phase (``--dry-run``); a sample runs in a subprocess with a timeout, and the ``slow``
 variant runs ≥ 10,000 inputs plus real runs at the boundary values of every option.
 Counts of inputs tried and failures per category are printed at the end (``pytest -s``) and
@@ -29,10 +29,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stylized import cli, registry
-from stylized.backend import BACKENDS
-from stylized.options import Spec
-from stylized.registry import load_checks
+from stylized.cli import app as cli
+from stylized.core.backend import BACKENDS
+from stylized.core.options import Spec
+from stylized.harness import registry
+from stylized.harness.registry import load_checks
 from tests._shared import report_fuzz
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -101,7 +102,7 @@ REFUSE_ONLY = [("figures", ["figures"], "NAME", [], _figure_names()),
                ("bench", ["bench", "--repeat"], "--repeat", [], None),
                ("check --all", ["check", "--all", "--all-backend"], "--all-backend", [], set(BACKENDS))]
 if importlib.util.find_spec("torch") is not None:  # the transformer commands (optional extra)
-    from stylized.options import Int
+    from stylized.core.options import Int
 
     _t = ["transformer", "train", "--variant", "rope"]
     REFUSE_ONLY += [("transformer", [*_t, "--steps"], "--steps", [], Int(1, 10**7)),
@@ -114,7 +115,7 @@ if importlib.util.find_spec("torch") is not None:  # the transformer commands (o
 
 
 def invoke(argv: list[str]) -> tuple[int, str, str]:
-    """``stylized.cli.main(argv)`` in-process: (exit status, stdout, stderr); a traceback is a failure."""
+    """``stylized.cli.app.main(argv)`` in-process: (exit status, stdout, stderr); a traceback is a failure."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:

@@ -1,4 +1,4 @@
-"""Predicted far mass (:mod:`stylized.weight_laws`, :mod:`stylized.growth`): exact values, limits and Monte Carlo.
+"""Predicted far mass (:mod:`stylized.theory.weight_laws`, :mod:`stylized.theory.growth`): exact values, limits and Monte Carlo.
 
 Monte Carlo comparisons allow 4 standard errors per number (Bonferroni-safe for the handful of numbers
 in one test: a true prediction fails with probability < 10⁻³ per test) and use fixed seeds.
@@ -16,10 +16,12 @@ import pytest
 from scipy import special
 from scipy.special import logsumexp
 
-from stylized.bounds import chi_power_correlation
-from stylized.families import StepLaw, make_family
-from stylized.farmass import GrowthModel, growth_trials, horizon_trials
-from stylized.growth import (
+from stylized.engine.farmass import GrowthModel, growth_trials, horizon_trials
+from stylized.engine.sampling import equal_energy_query, haar_coordinates, sample_overlaps
+from stylized.engine.scores import haar_mgf
+from stylized.laws.families import StepLaw, make_family
+from stylized.theory.bounds import chi_power_correlation
+from stylized.theory.growth import (
     forget_gate_mean,
     horizon_crossing,
     mean_near_sum,
@@ -28,9 +30,7 @@ from stylized.growth import (
     target_chain,
     wald_horizon,
 )
-from stylized.sampling import equal_energy_query, haar_coordinates, sample_overlaps
-from stylized.scores import haar_mgf
-from stylized.weight_laws import (
+from stylized.theory.weight_laws import (
     OVERLAP_SAMPLES,
     FarLaw,
     IsotropicChain,
@@ -230,7 +230,7 @@ def test_forget_gate_mean_factor():
 @pytest.mark.slow
 def test_forget_gate_approximation_error_is_small():
     """The forget gate's prediction replaces e^{G_n} by its mean: measured error ≈ 0.4% of ρ_D (20 000 queries)."""
-    from stylized.backend import numpy_standin_for_cupy
+    from stylized.core.backend import numpy_standin_for_cupy
 
     model = GrowthModel(make_family("householder", 16), lam=5.0, D=4, near="target", L_train=64)
     Ls = np.array([64, 1024])
@@ -245,7 +245,7 @@ def test_forget_gate_approximation_error_is_small():
 def test_so2_target_cumulant_closure_against_monte_carlo():
     """The SO(2) target's Laplace transform (third-order cumulant closure of exact moments) to ~10⁻⁴ at the σ that
     carry the far-mass integral (σ ≲ 1/E N), against 400 000 exact draws of ``qᵀP_3 q`` for random RoPE angles."""
-    from stylized.growth import _target_laplace
+    from stylized.theory.growth import _target_laplace
 
     fam, lam, q = make_family("rope-random", 64), 4.0, equal_energy_query(64)
     Y = np.concatenate([np.exp(lam * sample_overlaps(fam, [3], 100_000, random_state=s)[:, 0]) for s in range(4)])
@@ -311,7 +311,7 @@ class TestEstimatedChain:
         np.testing.assert_allclose(tl, (e @ Y) / e.sum(axis=1), rtol=1e-12)
 
     def test_plane_harmonics_is_declared_by_the_law(self):
-        from stylized.weight_laws import plane_harmonics
+        from stylized.theory.weight_laws import plane_harmonics
 
         assert all(plane_harmonics(make_family(n, 8)) for n in ("so2-uniform", "so2-normal", "rope-random"))
         assert not any(plane_harmonics(make_family(n, 8)) for n in ("householder", "haar", "cayley"))
@@ -354,8 +354,8 @@ def test_transfer_prediction_of_any_law_against_monte_carlo(law):
 
 def test_context_sweep_of_a_dense_law_is_the_dense_route_product():
     """The generic sweep (:func:`transport_context_xp`): ``s_n = qᵀ m_0 ⋯ m_{n−1} k_n`` on the very draws."""
-    from stylized.context_sweep import transport_context_xp
-    from stylized.families import uniform_sphere
+    from stylized.engine.context_sweep import transport_context_xp
+    from stylized.laws.families import uniform_sphere
 
     law, L, T, lam, D = TwoStepReflections(5), 12, 3, 2.0, 4
     q = equal_energy_query(5)

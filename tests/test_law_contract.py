@@ -1,6 +1,6 @@
-"""The step-law contract (:func:`stylized.testing.check_law`) on every registered law, even and odd ``d``.
+"""The step-law contract (:func:`stylized.harness.testing.check_law`) on every registered law, even and odd ``d``.
 
-A new law registered with :func:`stylized.families.register_law` is tested here without editing this file.
+A new law registered with :func:`stylized.laws.families.register_law` is tested here without editing this file.
 Mutant laws (a wrong ``mean()``, a non-orthogonal step, a transport that drops steps) must fail it.
 """
 
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from stylized import StepLaw
-from stylized.families import Householder, law_names, make_family
-from stylized.testing import check_law
+from stylized.harness.testing import check_law
+from stylized.laws.families import Householder, law_names, make_family
 
 
 def _law_or_skip(name: str, d: int):

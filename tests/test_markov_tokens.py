@@ -7,11 +7,11 @@ import itertools
 import numpy as np
 import pytest
 
-from stylized import markov_theory as mth
-from stylized.falsify import run_reduced
+from stylized.engine.sampling import equal_energy_query
+from stylized.harness.falsify import run_reduced
 from stylized.laws.markov_tokens import MarkovTokens, markov_tokens
 from stylized.laws.registry import law_names, make_family
-from stylized.sampling import equal_energy_query
+from stylized.theory import markov_theory as mth
 
 
 def _law(V: int = 4, d: int = 6, seed: int = 3) -> MarkovTokens:

@@ -17,12 +17,12 @@ import pytest
 from scipy import stats
 
 from simulations import mixing, mixing_spectrum
-from stylized.falsify import false_rejections, run_reduced
-from stylized.families import FAMILY_NAMES, make_family
+from stylized.engine.sampling import equal_energy_query, sample_overlaps
+from stylized.harness.falsify import false_rejections, run_reduced
+from stylized.harness.registry import get_check
+from stylized.harness.results import run_check
 from stylized.laws.base import StepLaw
-from stylized.registry import get_check
-from stylized.results import run_check
-from stylized.sampling import equal_energy_query, sample_overlaps
+from stylized.laws.families import FAMILY_NAMES, make_family
 
 SO2 = ("so2-uniform", "so2-normal", "rope-random")
 FAST_D = (3, 10, 11, 12, 24)  # 10, 11, 12, 24: the d where n = 0 failed on a 1-ulp difference

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from stylized.falsify import run_reduced
-from stylized.registry import load_checks
+from stylized.harness.falsify import run_reduced
+from stylized.harness.registry import load_checks
 
 CHECKS = load_checks()
 MUTANTS = [(name, m) for name, c in CHECKS.items() for m in c.mutants]
@@ -37,8 +37,8 @@ def test_mutant_flips_the_verdict(name, mutant):
 
 
 def test_falsify_command_writes_both_tables(tmp_results, capsys):
-    from stylized.cli import main
-    from stylized.falsify import load_falsify
+    from stylized.cli.app import main
+    from stylized.harness.falsify import load_falsify
 
     assert main(["falsify", "far-mass-bound", "--seeds", "3"]) == 0
     m, f = load_falsify("mutants.json")["far-mass-bound"], load_falsify("false_rejections.json")["far-mass-bound"]

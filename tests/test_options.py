@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from stylized import cli
-from stylized.options import Bool, Choice, Choices, Float, FloatList, Int, IntList, Spec, check_work, spec_of
-from stylized.registry import int_list, load_checks
+from stylized.cli import app as cli
+from stylized.core.options import Bool, Choice, Choices, Float, FloatList, Int, IntList, Spec, check_work, spec_of
+from stylized.harness.registry import int_list, load_checks
 
 
 @pytest.mark.parametrize("spec,value,expected", [

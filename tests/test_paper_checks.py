@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from stylized.registry import load_checks
-from stylized.report import paper_checks_path, render_paper_checks
-from stylized.results import code_hash, load_result, results_dir
+from stylized.harness.registry import load_checks
+from stylized.harness.report import paper_checks_path, render_paper_checks
+from stylized.harness.results import code_hash, load_result, results_dir
 
 
 def test_every_registered_check_has_a_result_and_a_row():
@@ -46,8 +46,8 @@ def test_every_markdown_table_row_renders():
 
 def test_external_checks_render_their_own_rows_and_sections(tmp_path, monkeypatch):
     """The report knows no result format: a check that reads another command's result renders its row and section."""
-    from stylized import registry
-    from stylized.registry import Check
+    from stylized.harness import registry
+    from stylized.harness.registry import Check
 
     fake = Check(name="fake-external", claim="C9", statement="a plugged check", options=(),
                  run=lambda p, **k: {"holds": True, "rows": []}, module="tests.fake", external=True,

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from stylized import cli
-from stylized.results import load_result, results_dir
+from stylized.cli import app as cli
+from stylized.harness.results import load_result, results_dir
 
 
 def _fake_result(holds: bool) -> dict:
@@ -60,7 +60,7 @@ def test_unwritable_results_dir_is_refused_before_work(tmp_path, monkeypatch, ca
 
 
 def test_results_are_strict_json(tmp_results):
-    from stylized.results import save_result
+    from stylized.harness.results import save_result
 
     path = save_result({"claim": "x", "holds": True, "rows": [{"estimate": float("nan")}]})
     assert json.loads(path.read_text())["rows"][0]["estimate"] is None
@@ -71,8 +71,8 @@ def test_json_and_csv_are_written_as_a_pair(tmp_results, monkeypatch):
     """A failure while writing leaves the old pair; a crash between the two replaces is repaired on load."""
     import os
 
-    from stylized import results
-    from stylized.results import rows_csv, save_result
+    from stylized.harness import results
+    from stylized.harness.results import rows_csv, save_result
 
     old = {"claim": "x", "holds": True, "rows": [{"estimate": 1.0}]}
     path = save_result(old)
@@ -103,7 +103,7 @@ def test_json_and_csv_are_written_as_a_pair(tmp_results, monkeypatch):
 def test_figures_names_a_truncated_result(tmp_results, monkeypatch, capsys):
     import dataclasses
 
-    from stylized.registry import load_checks
+    from stylized.harness.registry import load_checks
 
     real = load_checks()
     fake = {k: dataclasses.replace(c, plot=lambda r, d: []) for k, c in real.items()}
@@ -150,7 +150,7 @@ def test_sweep_workers_die_with_their_parent(tmp_path):
     import sys
     import time
 
-    code = ("from stylized.sweep import run_sweep\n"
+    code = ("from stylized.harness.sweep import run_sweep\n"
             f"run_sweep('far-mass-bound', {{'K': ['1', '2'], 'M': ['10000000000']}}, workers=2, out={str(tmp_path / 'sw')!r})\n")
     env = {**os.environ, "STYLIZED_RESULTS_DIR": str(tmp_path / "r"), "NUMBA_NUM_THREADS": "1"}
     parent = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.DEVNULL)

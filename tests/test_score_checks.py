@@ -9,10 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from stylized.cli import main
-from stylized.families import StepLaw
-from stylized.registry import get_check
-from stylized.results import run_check
+from stylized.cli.app import main
+from stylized.harness.registry import get_check
+from stylized.harness.results import run_check
+from stylized.laws.families import StepLaw
 from tests._shared import SCORE_SMALL
 
 CONTRACT = {"claim", "params", "holds", "rows", "seconds", "headline"}
@@ -244,7 +244,7 @@ def test_cayley_mutant_sizes_hold_unmutated(name):
     """The cayley mutants flip a verdict that holds: at their sizes the unmutated check holds on cayley."""
     import importlib
 
-    from stylized.falsify import run_reduced
+    from stylized.harness.falsify import run_reduced
 
     check = get_check(name)
     sizes = importlib.import_module(check.module).CAYLEY

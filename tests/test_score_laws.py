@@ -1,4 +1,4 @@
-"""Exact far-score laws (stylized.score_laws) and real-route score chains (stylized.score_chains).
+"""Exact far-score laws (stylized.theory.score_laws) and real-route score chains (stylized.engine.score_chains).
 
 Laws: closed forms against an independent inversion (Gil-Pelaez) and against large Monte Carlo samples
 (DKW band at a stated false-alarm rate).  Chains: every fast kernel equals its NumPy twin on identical
@@ -17,11 +17,9 @@ import pytest
 from scipy import stats
 from scipy.stats import ortho_group
 
-from stylized.bounds import haar_coordinate_cdf
-from stylized.counter_rng import stream_keys
-from stylized.families import StepLaw, TokenAngles, make_family, uniform_sphere
-from stylized.kernels import householder_chain_normals
-from stylized.score_chains import (
+from stylized.core.counter_rng import stream_keys
+from stylized.engine.kernels import householder_chain_normals
+from stylized.engine.score_chains import (
     BERNOULLI_OFFSET,
     counter_normals,
     counter_uniforms,
@@ -34,7 +32,11 @@ from stylized.score_chains import (
     so2_chain_scores,
     so2_scores_xp,
 )
-from stylized.score_laws import (
+from stylized.engine.scores import far_law_name, far_scores
+from stylized.engine.transport import route_product
+from stylized.laws.families import StepLaw, TokenAngles, make_family, uniform_sphere
+from stylized.theory.bounds import haar_coordinate_cdf
+from stylized.theory.score_laws import (
     HaarCoordinate,
     UniformPhaseSum,
     estimated_far_score_law,
@@ -43,8 +45,6 @@ from stylized.score_laws import (
     haar_expected_max,
     max_mgf_bound,
 )
-from stylized.scores import far_law_name, far_scores
-from stylized.transport import route_product
 
 DKW_FALSE_ALARM = 1e-4
 
@@ -291,7 +291,7 @@ def test_chains_past_the_window_follow_the_exact_law(name):
 def test_sample_overlaps_haar_shortcut_agrees_with_real_transport():
     """sample_overlaps (the mixing check's sampler) draws Haar-kind routes from the exact law; real Haar matrices
     agree at every route length: the unmixed share (binomial at 1e-3) and the mixed part (KS two-sample at 1e-3)."""
-    from stylized.sampling import sample_overlaps
+    from stylized.engine.sampling import sample_overlaps
 
     fam = make_family("lazy-haar", 8, p=0.3)
     ns = [1, 3, 6]

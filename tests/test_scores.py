@@ -10,10 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from stylized.bounds import haar_coordinate_cdf, hoeffding_tail, levy_tail
-from stylized.estimators import proportion_ci
-from stylized.families import make_family, uniform_sphere
-from stylized.scores import (
+from stylized.core.estimators import proportion_ci
+from stylized.engine.scores import (
     far_scores,
     first_crossing,
     haar_expected_max,
@@ -33,7 +31,9 @@ from stylized.scores import (
     uniform_phase_mgf,
     uniform_phase_scores,
 )
-from stylized.transport_reference import route_product
+from stylized.engine.transport_reference import route_product
+from stylized.laws.families import make_family, uniform_sphere
+from stylized.theory.bounds import haar_coordinate_cdf, hoeffding_tail, levy_tail
 
 
 def test_plane_dot_cross_matches_dense_rotation():
@@ -196,7 +196,7 @@ def test_tail_never_exceeds_bound_beyond_its_interval(name, d, t, seed):
 
 def test_bounds_are_tight_where_theory_says():
     """The Lévy bound is within a factor ~√d·t of the exact Haar tail (both directions at d = 64, t = 0.3)."""
-    from stylized.bounds import haar_coordinate_tail
+    from stylized.theory.bounds import haar_coordinate_tail
 
     exact, bound = float(haar_coordinate_tail(0.3, 64)), float(levy_tail(0.3, 64))
     assert exact <= bound <= 20 * exact

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from stylized.sweep import grid_points, parse_grid, point_key, point_seed, run_sweep
+from stylized.harness.sweep import grid_points, parse_grid, point_key, point_seed, run_sweep
 
 DUMMY = textwrap.dedent('''
     """A tiny check for the sweep tests: deterministic in its seed, optionally slow (env SWEEPDUMMY_SLEEP)."""
     import os, time
     import numpy as np
-    from stylized.registry import Check, Option, register
+    from stylized.harness.registry import Check, Option, register
 
     def run(params, *, seed, backend, progress=True):
         time.sleep(float(os.environ.get("SWEEPDUMMY_SLEEP", "0")))
@@ -93,7 +93,7 @@ def test_resume_after_kill_9(dummy, tmp_path):
     ref = tmp_path / "ref"
     run_sweep(dummy, GRID, seed=0, out=ref, log=_quiet)
     out = tmp_path / "killed"
-    code = ("import sys, sweepdummy; from stylized.sweep import main; "
+    code = ("import sys, sweepdummy; from stylized.harness.sweep import main; "
             f"sys.exit(main(['sweep-dummy', '--grid', 'k=1,2,3', '--grid', 'mu=0.0,0.5', '--out', {str(out)!r}]))")
     env = {**os.environ, "SWEEPDUMMY_SLEEP": "0.7"}
     proc = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.DEVNULL, start_new_session=True)

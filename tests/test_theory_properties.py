@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from scipy import integrate, special, stats
 
 from stylized import theory as th
-from stylized.estimators import mean_ci, proportion_ci
-from stylized.families import make_family
+from stylized.core.estimators import mean_ci, proportion_ci
+from stylized.laws.families import make_family
 
 pytestmark = pytest.mark.property
 

@@ -12,17 +12,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stylized.families import make_family, uniform_sphere
-from stylized.farmass import contraction_queries_numba, contraction_queries_numpy
-from stylized.kernels import beta_step_nb
-from stylized.scores import (
+from stylized.engine.farmass import contraction_queries_numba, contraction_queries_numpy
+from stylized.engine.kernels import beta_step_nb
+from stylized.engine.scores import (
     householder_chain_scores_numba,
     householder_chain_scores_numpy,
     householder_window_sums_numba,
     householder_window_sums_numpy,
 )
-from stylized.transport import beta_step, route_angles, transported_queries
-from stylized.transport_reference import route_product
+from stylized.engine.transport import beta_step, route_angles, transported_queries
+from stylized.engine.transport_reference import route_product
+from stylized.laws.families import make_family, uniform_sphere
 
 
 @settings(max_examples=30, deadline=None)
@@ -48,7 +48,7 @@ def test_haar_transported_query_is_uniform_in_law():
     """One coordinate of P_{j→i}ᵀ q after a Haar step has the exact Beta law (KS test, fixed seed)."""
     from scipy import stats
 
-    from stylized.bounds import haar_coordinate_cdf
+    from stylized.theory.bounds import haar_coordinate_cdf
 
     fam = make_family("haar", 7)
     rng = np.random.default_rng(5)

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from simulations.value_incoherence import fit_exponent
-from stylized.cli import main
-from stylized.falsify import run_reduced
-from stylized.families import make_family
+from stylized.cli.app import main
+from stylized.harness.falsify import run_reduced
+from stylized.harness.registry import get_check
+from stylized.harness.results import run_check
 from stylized.laws.base import StepLaw
-from stylized.registry import get_check
-from stylized.results import run_check
+from stylized.laws.families import make_family
 
 ROW_KEYS = {"estimate", "ci_low", "ci_high", "theory", "n_samples"}
 
@@ -197,7 +197,7 @@ def test_independent_stream_contrast_is_in_the_verdict():
 
 def test_independent_stream_haar_contrast_is_exact():
     """Haar steps, keys = b̂: the same-transport energy and the contrast have exact finite-M values."""
-    from stylized.value_theory import haar_tilt_energy
+    from stylized.theory.value_theory import haar_tilt_energy
 
     r = _run("value-independent-stream", family="haar", d=6, M=[4, 32], D=2, lam=3.0, trials=300)
     assert r["holds"]
@@ -213,7 +213,7 @@ def test_noncommutative_floor_is_in_the_verdict():
     from unittest import mock
 
     from simulations.value_noncommutative import _floor_removed
-    from stylized.value_theory import haar_tilt_energy, haar_tilt_floor
+    from stylized.theory.value_theory import haar_tilt_energy, haar_tilt_floor
 
     params = dict(family=["haar"], d=6, M=[4, 32], D=2, lam=3.0, trials=200)
     r = _run("value-noncommutative", **params)
@@ -355,7 +355,7 @@ def test_a_users_law_runs_every_check(name):
     _assert_labelled(r["rows"], estimated=True)
     if name != "value-scaling":  # few rows at these sizes; the fitted exponent of 3 M values is reported too
         assert r["holds"], r["headline"]["verdict"]
-    from stylized.value_theory import has_correlation_pairs
+    from stylized.theory.value_theory import has_correlation_pairs
 
     assert not has_correlation_pairs(law)
 
@@ -394,5 +394,5 @@ def test_levels_are_in_the_verdicts():
     assert "not in the verdict" in get_check("value-independent-stream").statement
     ind = get_check("value-independent-stream").reduced
     assert _run("value-independent-stream", **ind)["holds"]
-    with theory_scaled("stylized.values._plugin", 0.97)():
+    with theory_scaled("stylized.engine.values._plugin", 0.97)():
         assert not _run("value-independent-stream", **ind)["holds"]

@@ -7,10 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stylized.estimators import bonferroni_level, mean_ci
-from stylized.families import make_family
-from stylized.sampling import haar_coordinates
-from stylized.value_theory import (
+from stylized.core.estimators import bonferroni_level, mean_ci
+from stylized.engine.sampling import haar_coordinates
+from stylized.engine.values import far_energy_samples, orthogonal_dense, ratio_ci
+from stylized.laws.families import make_family
+from stylized.theory.value_theory import (
     coherent_sum,
     correlation_pairs,
     haar_tilt_floor,
@@ -18,7 +19,6 @@ from stylized.value_theory import (
     qkv_interference_theory,
     quadratic_form,
 )
-from stylized.values import far_energy_samples, orthogonal_dense, ratio_ci
 from tests._shared import build_family
 
 FAMS = [("so2-uniform", {"omega": 1.0}), ("so2-normal", {"sigma": 0.7, "mu": 0.4}), ("rope-random", {"base": 100.0}),
@@ -198,7 +198,7 @@ def _iid_sphere_tilt(d: int, lam: float, M: int, n: int, seed: int) -> tuple[np.
 @pytest.mark.parametrize("d,lam,M", [(8, 3.0, 16), (3, 5.0, 4), (16, 4.0, 64)])
 def test_haar_tilt_energy_matches_iid_monte_carlo(d, lam, M):
     """Both parts (total, plug-in E[Σᾱ²]) inside the 99.9% Student-t interval (6 comparisons; seed fixed)."""
-    from stylized.value_theory import haar_tilt_energy
+    from stylized.theory.value_theory import haar_tilt_energy
 
     total, diag = _iid_sphere_tilt(d, lam, M, max(5_000, 320_000 // M), 11)
     want = haar_tilt_energy(d, lam, M)
@@ -208,7 +208,7 @@ def test_haar_tilt_energy_matches_iid_monte_carlo(d, lam, M):
 def test_haar_tilt_energy_matches_the_engine():
     """The engine with dense Haar steps, query and keys = b̂: E||F||² is the exact value, its plug-in ᾱᵀCᾱ = Σᾱ²
     has the exact mean E[Σᾱ²] (99.9% intervals, seed fixed)."""
-    from stylized.value_theory import haar_tilt_energy
+    from stylized.theory.value_theory import haar_tilt_energy
 
     fam = make_family("haar", 6)
     s = far_energy_samples(fam, 12, 2, 3000, np.random.default_rng(8), weights="softmax", lam=3.0, key_align=1.0)
@@ -217,7 +217,7 @@ def test_haar_tilt_energy_matches_the_engine():
 
 
 def test_haar_tilt_energy_limits_and_accuracy():
-    from stylized.value_theory import haar_tilt_energy
+    from stylized.theory.value_theory import haar_tilt_energy
 
     assert haar_tilt_energy(8, 3.0, 1) == (1.0, 1.0)
     assert haar_tilt_energy(8, 0.0, 7) == pytest.approx((1 / 7, 1 / 7))
@@ -233,7 +233,7 @@ def test_haar_tilt_energy_limits_and_accuracy():
 def test_torus_tilt_floor_matches_monte_carlo():
     """Uniform torus angles, an uneven background: ||E[u e^{λb̂ᵀu}]/E[e^{λb̂ᵀu}]||² = Σ_p w_p (I_1/I_0)(λw_p)²
     (coordinate-weighted by plane; 200k draws, 1% relative tolerance ≈ 10 standard errors)."""
-    from stylized.value_theory import torus_tilt_floor
+    from stylized.theory.value_theory import torus_tilt_floor
 
     b = np.array([1.0, 0.5, 0.2, 0.1, 1.5, -0.7])
     bh = b / np.linalg.norm(b)
@@ -248,8 +248,8 @@ def test_torus_tilt_floor_matches_monte_carlo():
 
 
 def test_tilt_floor_by_family():
-    from stylized.families import TokenAngles
-    from stylized.value_theory import tilt_floor, torus_tilt_floor
+    from stylized.laws.families import TokenAngles
+    from stylized.theory.value_theory import tilt_floor, torus_tilt_floor
 
     b = np.ones(8)
     assert tilt_floor(make_family("so2-uniform", 8), b, 4.0) == torus_tilt_floor(b, 4.0)
@@ -271,7 +271,7 @@ LAW_CASES = FAMS + [("householder", {"d": 5}), ("haar", {"d": 13}), ("lazy-haar"
 @pytest.mark.parametrize("name,kw", LAW_CASES)
 def test_lag_form_equals_the_pair_form(name, kw):
     """b̂ᵀE[P_m]b̂ from the law's mean_overlap (the form of every law) = Σ_r w_r Re z_r^m; same plug-in, same exact value."""
-    from stylized.value_theory import _coherent_lags, lag_correlations, toeplitz_form
+    from stylized.theory.value_theory import _coherent_lags, lag_correlations, toeplitz_form
 
     kw = dict(kw)
     d = kw.pop("d", 8)
@@ -288,7 +288,7 @@ def test_lag_form_equals_the_pair_form(name, kw):
 def test_estimated_theory_carries_a_radius_and_matches_monte_carlo():
     """cayley (no closed-form E[M]): the estimated exact value agrees with Monte Carlo within both intervals; a closed
     form has radius 0; one far source is exact."""
-    from stylized.value_theory import qkv_interference_radius
+    from stylized.theory.value_theory import qkv_interference_radius
 
     cay, hh = make_family("cayley", 5), make_family("householder", 5)
     b = np.ones(5)
@@ -312,7 +312,7 @@ def test_dependent_steps_use_the_lag_form():
     """A Markov token chain (iid = False): no correlation pairs, E[P_m] from the law itself; the exact value and the
     plug-in agree with Monte Carlo (99.9% intervals, seed fixed)."""
     from stylized.laws.registry import law_names
-    from stylized.value_theory import has_correlation_pairs
+    from stylized.theory.value_theory import has_correlation_pairs
 
     if "markov-tokens" not in law_names():
         pytest.skip("no markov-tokens law registered")
@@ -328,8 +328,8 @@ def test_dependent_steps_use_the_lag_form():
 
 
 def test_mixing_capabilities_replace_names():
-    from stylized.families import TokenAngles
-    from stylized.value_theory import tilt_floor
+    from stylized.laws.families import TokenAngles
+    from stylized.theory.value_theory import tilt_floor
 
     b = np.ones(8)
     assert make_family("haar", 8).mixes_in_one_step and make_family("lazy-haar", 8, p=1.0).mixes_in_one_step
@@ -342,7 +342,7 @@ def test_mixing_capabilities_replace_names():
 @pytest.mark.parametrize("name", ["lazy-haar", "haar"])
 def test_pathwise_steps_of_a_flag_law_are_dense_haar(name):
     """pathwise_steps: the flags, then a Haar matrix per flag from the same Generator (what draw_route_steps gave)."""
-    from stylized.values import draw_route_steps
+    from stylized.engine.values import draw_route_steps
 
     fam = make_family(name, 5, p=0.5)
     m = draw_route_steps(fam, 40, 3, np.random.default_rng(0))

@@ -153,7 +153,7 @@ def _lookup(dotted: str):
 
 def _resolve_by_identity(app, env, node, contnode):
     """``missing-reference``: a Python reference to a name that is documented under another module (the top-level
-    ``stylized.run`` is documented as ``stylized.api.run``, ``stylized.value_theory.tilt_floor`` as
+    ``stylized.run`` is documented as ``stylized.harness.api.run``, ``stylized.theory.value_theory.tilt_floor`` as
     ``stylized.theory.tilt_floor``) links to the page that documents the same object."""
     from sphinx.util.nodes import make_refnode
 

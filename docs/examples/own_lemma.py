@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 
 import stylized
-from stylized.registry import get_check
-from stylized.testing import check_law
+from stylized.harness.registry import get_check
+from stylized.harness.testing import check_law
 
 
 @dataclass(frozen=True)

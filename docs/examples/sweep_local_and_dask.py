@@ -44,7 +44,7 @@ def sweep_locally(out: Path) -> Path:
 def sweep_on_local_cluster(out: Path) -> Path:
     from dask.distributed import LocalCluster
 
-    from stylized.sweep import parse_grid, run_sweep
+    from stylized.harness.sweep import parse_grid, run_sweep
 
     grid = parse_grid(["lam=1,2,3,4", "K=16,64", "M=100000", "trials=8"])  # the --grid values, as strings
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:

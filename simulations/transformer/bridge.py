@@ -22,7 +22,7 @@ import json
 import math
 from collections.abc import Callable
 
-from stylized.options import Choice, Choices, Int, IntList, arg_type
+from stylized.core.options import Choice, Choices, Int, IntList, arg_type
 
 from .bridge_combined import CONTROLS, combined_table
 from .bridge_plot import plot_bridge
@@ -55,7 +55,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
     res = probe_checkpoint(args.checkpoint, args.lengths, args.D, args.windows, args.queries, args.seed,
                            flag_prefix="--", need_far=True)
     if args.json:
-        from stylized.results import to_jsonable
+        from stylized.harness.results import to_jsonable
 
         print(json.dumps(to_jsonable(res)))
         return 0
@@ -131,7 +131,7 @@ def add_parsers(sub: argparse._SubParsersAction, guard: Callable | None = None) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from stylized.cli import _Parser  # one-line usage errors, as under ``stylized transformer``
+    from stylized.cli.app import _Parser  # one-line usage errors, as under ``stylized transformer``
 
     parser = _Parser(prog="python -m simulations.transformer.bridge")
     sub = parser.add_subparsers(dest="cmd", required=True, parser_class=_Parser)

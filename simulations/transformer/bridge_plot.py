@@ -1,6 +1,6 @@
 """The bridge figure: predicted vs measured perplexity ratio (left), predicted vs measured ρ_D(L) (right).
 
-Drawn and saved (PNG and PDF) through :mod:`stylized.plotting`.  The left panel's variants are grouped by what
+Drawn and saved (PNG and PDF) through :mod:`stylized.harness.plotting`.  The left panel's variants are grouped by what
 they change (:data:`GROUPS`): one hue per group, one marker per member (three marker types in all), each
 variant's lengths joined in order, the grouped legend outside the panels.
 """
@@ -30,8 +30,7 @@ def group_style(variant: str) -> dict:
     >>> group_style("learned-qkv-fox")["label"]
     '+ fox'
     """
-    from stylized import plotting as sp
-
+    from stylized.harness import plotting as sp
     for g, (title, members) in enumerate(GROUPS):
         if variant in members:
             label = variant.removeprefix("learned-qkv-") if title.startswith("learned-qkv +") else variant
@@ -81,8 +80,7 @@ def plot_bridge(result: dict, out_png: str | Path) -> Path:
     """Draw the bridge figure from a ``bridge_<preset>.json`` result; writes PNG and PDF."""
     from matplotlib.ticker import FuncFormatter
 
-    from stylized import plotting as sp
-
+    from stylized.harness import plotting as sp
     if "lovo" not in result or "verdict" not in result:  # a result of the old stylized-horizon bridge
         with sp.theme():
             fig, (ax,) = sp.figure(1, 1, height=1.2)

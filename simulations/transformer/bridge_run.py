@@ -99,7 +99,7 @@ def run_bridge(preset: str = "cpu", *, results_dir=None, figure=None, reuse: boo
     """Run the bridge and write ``bridge_<preset>.{json,csv}`` and its figure (see the module docstring)."""
     import torch
 
-    from stylized.results import atomic_write_text, figures_dir, to_jsonable
+    from stylized.harness.results import atomic_write_text, figures_dir, to_jsonable
 
     from .bridge_plot import plot_bridge
     from .bridge_report import csv_text, summary_text

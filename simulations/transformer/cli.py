@@ -12,14 +12,14 @@ import json
 import math
 import sys
 
-from stylized.errors import InvalidInput
-from stylized.options import Choice, Choices, Float, FloatList, Int, IntList, arg_type
+from stylized.core.errors import InvalidInput
+from stylized.core.options import Choice, Choices, Float, FloatList, Int, IntList, arg_type
 
 from .cli_guard import guard as _guard
 from .fileio import check_dir
 from .model import MAIN_VARIANTS, VARIANTS
 
-PRESET_NAMES = ("smoke", "cpu", "gpu", "paper")
+PRESET_NAMES = ("smoke", "cpu", "cpu-long", "gpu", "paper")
 TOKENIZER = arg_type(Choice("bytes", "bpe"))
 
 
@@ -72,7 +72,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"{r['L']:7d} {r['multiple']:5d} {r['ppl']:9.3f} {r['ratio']:7.3f} "
               f"[{r['ci_low']:6.3f},{r['ci_high']:6.3f}] {beyond:>12}")
     if args.json:
-        from stylized.results import to_jsonable
+        from stylized.harness.results import to_jsonable
 
         print(json.dumps(to_jsonable(rows)))  # strict JSON: an undefined value is null, never NaN
     return 0
@@ -110,6 +110,51 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_author_ab(args: argparse.Namespace) -> int:
+    """Each of the author's model points the cpu preset does not take, A/B on learned-qk at 3 seeds."""
+    from .author_ab import ab_table, missing, run_one, summary_lines, trains, write_ab
+    from .fileio import check_dir
+    from .jobs import map_jobs
+    from .train import results_root
+
+    check_dir(results_root() / "checkpoints" / "cpu-ab", "results")
+    todo = missing()
+    if todo:
+        print(f"[author-ab] {len(todo)} runs to train or evaluate (~2 min each on a free core)", flush=True)
+        # the arms that train first; then the evaluation-only arms, which read the baseline's checkpoints
+        for wave in ([t for t in todo if trains(t[0])], [t for t in todo if not trains(t[0])]):
+            map_jobs(run_one, wave, wave, args.workers)
+    res = ab_table()
+    path = write_ab(res)
+    print("\n".join(summary_lines(res)))
+    print(f"wrote {path}")
+    return 0
+
+
+def cmd_lr_robustness(args: argparse.Namespace) -> int:
+    """``learned-qk > learned-qkv`` per table-lr multiplier at 3 seeds: train what is missing, decide, draw."""
+    from stylized.harness.results import figures_dir
+
+    from .fileio import check_dir
+    from .lr_robustness import missing_runs, robustness, summary_lines, train_missing, write_robustness
+    from .train import results_root
+
+    check_dir(figures_dir(), "figures/")
+    check_dir(results_root(), "results")
+    todo = missing_runs()
+    if todo and args.no_train:
+        raise ValueError(f"--no-train: {len(todo)} runs have no evaluation cache (first: {todo[0]}); "
+                         "run without --no-train to train them")
+    if todo:
+        print(f"[lr-robustness] training and evaluating {len(todo)} missing runs (~2 min each on a free core)", flush=True)
+        train_missing(workers=args.workers)
+    res = robustness()
+    path = write_robustness(res, figure=figures_dir() / "transformer_lr_robustness.png")
+    print("\n".join(summary_lines(res)))
+    print(f"{res['row']}: {res['counts']} over {len(res['rows'])} (metric, multiplier, length) cells; wrote {path}")
+    return 0
+
+
 def cmd_lr_sweep(args: argparse.Namespace) -> int:
     from .lr_sweep import MULTS, run_sweep, write_sweep
     from .train import CPU_ANGLE_LR_MULT
@@ -124,7 +169,7 @@ def cmd_lr_sweep(args: argparse.Namespace) -> int:
             raise ValueError(f"--mults={args.mults!r} must be a comma-separated list of numbers > 0")
     res = run_sweep(mults, workers=args.workers)
     canonical = tuple(mults) == MULTS
-    from stylized.results import figures_dir
+    from stylized.harness.results import figures_dir
 
     path = write_sweep(res, figure=figures_dir() / "transformer_lr_sweep.png") if canonical else None
     for r in res["rows"]:
@@ -225,6 +270,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     s.add_argument("--workers", type=arg_type(Int(1, 64)), default=1, help="runs at once, one torch thread each (default 1)")
     s.set_defaults(func=_guard(cmd_lr_sweep))
 
+    s = sub.add_parser("author-ab", help="the author's model points the cpu preset keeps out: A/B on learned-qk, 3 seeds (cpu)")
+    s.add_argument("--workers", type=arg_type(Int(1, 64)), default=1, help="runs at once, one torch thread each (default 1)")
+    s.set_defaults(func=_guard(cmd_author_ab))
+
+    s = sub.add_parser("lr-robustness", help="learned-qk > learned-qkv per table lr multiplier (x1..x30), 3 seeds each (cpu)")
+    s.add_argument("--workers", type=arg_type(Int(1, 64)), default=1, help="runs at once, one torch thread each (default 1)")
+    s.add_argument("--no-train", action="store_true", help="only read evaluation caches; refuse if any is missing")
+    s.set_defaults(func=_guard(cmd_lr_robustness))
+
     for name, fn, text in (("far-context", cmd_far_context, "loss with the full context vs the last L_train tokens"),
                            ("passkey", cmd_passkey, "train with passkey sequences mixed in; retrieval accuracy by length, depth")):
         r = sub.add_parser(name, help=text + " (train missing, evaluate, write json/csv/png)")
@@ -249,7 +303,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def main(argv: list[str] | None = None) -> int:
-    from stylized.cli import _Parser  # one-line usage errors, as under ``stylized transformer``
+    from stylized.core.options import OptionParser as _Parser  # one-line usage errors (exit 2)
 
     parser = _Parser(prog="python -m simulations.transformer")
     sub = parser.add_subparsers(dest="cmd")

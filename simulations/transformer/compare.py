@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from stylized.errors import InvalidInput
-from stylized.results import figures_dir
+from stylized.core.errors import InvalidInput
+from stylized.harness.results import figures_dir
 
 from .compare_plot import plot_compare
 from .data import load_corpus
@@ -271,7 +271,7 @@ def compare(
         "canonical": canonical,
         "seconds": round(time.time() - t0, 1),
     }
-    from stylized.results import rows_csv, write_pair
+    from stylized.harness.results import rows_csv, write_pair
 
     json_path, csv_path = write_pair(root / f"{preset}_{name}.json", result, rows_csv(result["per_seed"]))
     plot_compare(json_path, fig_path)

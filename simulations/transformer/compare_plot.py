@@ -1,8 +1,8 @@
 """The C6 figure ``transformer_ppl_ratio``: PPL(L)/PPL(L_train) against L/L_train per variant.
 
 Kept apart from :mod:`.compare` (which trains and evaluates) so that the figure can be redrawn from a saved
-``<preset>_compare.json`` alone.  Drawn and saved (PNG and PDF) through :mod:`stylized.plotting`; every
-variant has its own hue and marker (:func:`stylized.plotting.variant_style`), the same as in the other
+``<preset>_compare.json`` alone.  Drawn and saved (PNG and PDF) through :mod:`stylized.harness.plotting`; every
+variant has its own hue and marker (:func:`stylized.harness.plotting.variant_style`), the same as in the other
 transformer figures, and the log ratio axis is labelled at 1, 2, 5, 10, 20, ….
 """
 
@@ -32,8 +32,7 @@ def plot_compare(result_json_path: str | os.PathLike, out_png: str | os.PathLike
     """
     from matplotlib.ticker import NullLocator
 
-    from stylized import plotting as sp
-
+    from stylized.harness import plotting as sp
     res = json.loads(Path(result_json_path).read_text())
     p = res["params"]
     with sp.theme():

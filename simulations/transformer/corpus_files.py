@@ -3,7 +3,7 @@
 ``builtin``: the standard library's ``*.py`` files (:func:`stdlib_files`); ``PATH``: a text file or the
 ``*.txt/*.py/*.md`` files under a folder (:func:`text_files`), split by file (:func:`_read_split`);
 ``owt``: a local OpenWebText folder (:func:`owt_dir`, :func:`owt_files`) streamed document by document
-(:func:`iter_owt_docs`), every record checked (a bad one is one :class:`~stylized.errors.InvalidInput`
+(:func:`iter_owt_docs`), every record checked (a bad one is one :class:`~stylized.core.errors.InvalidInput`
 line naming the file and line), split every ``OWT_VAL_EVERY``-th document (:func:`_owt_split`).
 :mod:`.data` turns these into token arrays; it re-exports the public names here.
 """
@@ -16,7 +16,7 @@ import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
 
-from stylized.errors import InvalidInput
+from stylized.core.errors import InvalidInput
 
 HELDOUT_FRACTION = 0.05
 TEXT_SUFFIXES = (".txt", ".py", ".md")

@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from stylized.errors import InvalidInput
+from stylized.core.errors import InvalidInput
 
 from . import tokenizer as bpe
 from .corpus_files import (  # noqa: F401 (re-exported: the corpus's files, read and checked)
@@ -300,8 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     """Build the corpus / tokenizer cache ahead of a (multi-GPU) run and print its description."""
     import sys
 
-    from stylized.cli import _Parser  # one-line usage errors
-    from stylized.options import Choice, Int, arg_type
+    from stylized.core.options import Choice, Int, arg_type
+    from stylized.core.options import OptionParser as _Parser  # one-line usage errors (exit 2)
 
     ap = _Parser(prog="python -m simulations.transformer.data")
     ap.add_argument("--data", default=None, help="builtin (default), owt[:FOLDER], or a text file/folder")

@@ -248,8 +248,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None = None) -> int:
-    from stylized.cli import _Parser  # one-line usage errors
-    from stylized.options import Choice, Float, Int, arg_type
+    from stylized.cli.app import _Parser  # one-line usage errors
+    from stylized.core.options import Choice, Float, Int, arg_type
 
     from .model import VARIANTS
     from .train import PRESETS

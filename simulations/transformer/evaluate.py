@@ -66,6 +66,18 @@ def window_ends(n_tokens: int, max_len: int, n_windows: int) -> np.ndarray:
     return np.linspace(max_len, n_tokens - 1, n_windows).astype(np.int64)
 
 
+def author_window_ends(n_tokens: int, L: int, n_windows: int) -> np.ndarray:
+    """The author's windows at length ``L``: ``n_windows`` random starts (seed ``42 + L``) in the last 10% of the
+    validation tokens (the whole split when that tail is shorter than a window), as exclusive window ends."""
+    lo = n_tokens - n_tokens // 10
+    if n_tokens - 1 - lo < L:
+        lo = 0
+    if n_tokens - 1 - lo < L:
+        raise ValueError(f"multiples: a {L}-token window exceeds the validation set ({n_tokens} tokens)")
+    starts = np.random.default_rng(42 + L).integers(lo, n_tokens - 1 - L, size=n_windows, endpoint=True)
+    return (starts + L).astype(np.int64)
+
+
 @torch.no_grad()
 def window_losses(
     model: GPT,
@@ -76,8 +88,9 @@ def window_losses(
     n_samples: int = 1,
     seed: int = 0,
     device: str | None = None,
+    windows: str = "grid",
 ) -> dict[int, dict[str, np.ndarray]]:
-    """Per-window losses at every length multiple.
+    """Per-window losses at every length multiple (``windows``: see :class:`~.train.EvalConfig`).
 
     Returns
     -------
@@ -90,11 +103,15 @@ def window_losses(
     device = device or default_device()
     model.eval()
     L_train = model.config.block_size
+    if windows not in ("grid", "author"):
+        raise ValueError(f"windows={windows!r} is not one of: grid, author")
     ends = window_ends(len(tokens), L_train * max(multiples), n_windows)
     gen = torch.Generator().manual_seed(10_007 + seed)
     out: dict[int, dict[str, np.ndarray]] = {}
     for m in multiples:
         L = m * L_train
+        if windows == "author":
+            ends = author_window_ends(len(tokens), L, n_windows)
         bs = max(1, batch_tokens // L)
         tgt = np.zeros(n_windows)
         allp = np.zeros(n_windows)
@@ -279,7 +296,7 @@ def write_loss_cache(cpath: Path, key: dict, losses: dict) -> None:
     """Write per-window losses with their ``key`` to the cache ``cpath`` (atomically)."""
     import json
 
-    from stylized.results import atomic_write_text
+    from stylized.harness.results import atomic_write_text
 
     atomic_write_text(cpath, json.dumps({"key": key, "losses": {
         str(m): {k: np.asarray(v).tolist() for k, v in d.items()} for m, d in losses.items()}}))
@@ -303,7 +320,11 @@ def evaluate_checkpoint(
     model, ck = load_model(path, device)
     key = {"step": int(ck["step"]), "multiples": list(ecfg.multiples), "n_windows": ecfg.n_windows,
            "n_samples": ecfg.n_samples, "seed": seed, "corpus": ck.get("corpus"), "weights": weights_digest(model)}
+    if ecfg.windows != "grid":  # (the grid's caches keep their key)
+        key["windows"] = ecfg.windows
     cpath = eval_cache_path(path)
+    if ecfg.windows != "grid":
+        cpath = cpath.with_name(f"{cpath.stem}-{ecfg.windows}-windows.json")
     losses = read_loss_cache(cpath, key, fields=EVAL_FIELDS) if cache else None
     if losses is None:
         if cache:  # before the work: the cache can be written beside the checkpoints
@@ -312,7 +333,7 @@ def evaluate_checkpoint(
             check_dir(cpath.parent, "--results-dir")
         corpus = corpus or corpus_for(ck.get("train_config", {}))
         losses = window_losses(model, corpus.val, ecfg.multiples, ecfg.n_windows,
-                               ecfg.batch_tokens, ecfg.n_samples, seed, device)
+                               ecfg.batch_tokens, ecfg.n_samples, seed, device, ecfg.windows)
         if cache:
             write_loss_cache(cpath, key, losses)
     rows = summarize(losses, ck["variant"], model.config.block_size, ecfg.n_boot, seed)
@@ -325,7 +346,7 @@ def load_window_losses(path: str | os.PathLike) -> dict[int, dict[str, np.ndarra
     """The cached per-window losses of an evaluated checkpoint (an unusable cache: one line naming it)."""
     import json
 
-    from stylized.errors import InvalidInput
+    from stylized.core.errors import InvalidInput
 
     cpath = eval_cache_path(path)
     try:

@@ -259,7 +259,7 @@ def run_far_context(preset: str = "cpu", variants: list[str] | None = None, *, w
         "canonical": canonical,
         "seconds": round(time.time() - t0, 1),
     }
-    from stylized.results import rows_csv, write_pair
+    from stylized.harness.results import rows_csv, write_pair
 
     flat = [{k: v for k, v in r.items() if k != "per_seed"} | {"per_seed_ratio": ";".join(
         f"{p['ratio']:.4f}" for p in r["per_seed"])} for r in rows]
@@ -272,13 +272,12 @@ def run_far_context(preset: str = "cpu", variants: list[str] | None = None, *, w
 def plot_far_context(result_json: str | os.PathLike, out_png: str | os.PathLike) -> Path:
     """Far-context ratio vs L/L_train per variant (log-log), 95% intervals as bands; PNG and PDF.
 
-    Drawn and saved through :mod:`stylized.plotting` (the project's theme); each variant keeps its hue and
-    marker of every transformer figure (:func:`stylized.plotting.variant_style`).
+    Drawn and saved through :mod:`stylized.harness.plotting` (the project's theme); each variant keeps its hue and
+    marker of every transformer figure (:func:`stylized.harness.plotting.variant_style`).
     """
     from matplotlib.ticker import NullLocator
 
-    from stylized import plotting as sp
-
+    from stylized.harness import plotting as sp
     res = json.loads(Path(result_json).read_text())
     p = res["params"]
     with sp.theme():

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import torch
 
-from stylized.errors import InvalidInput
-from stylized.results import probe_writable
+from stylized.core.errors import InvalidInput
+from stylized.harness.results import probe_writable
 
 __all__ = ["read_checkpoint", "load_weights", "load_training_state", "save_checkpoint", "check_dir",
            "check_figure", "REQUIRED_KEYS", "RESUME_KEYS"]
@@ -295,7 +295,7 @@ def check_space(directory: str | os.PathLike, need: int, option: str, what: str 
 
 
 def check_dir(directory: str | os.PathLike, option: str, what: str | os.PathLike | None = None) -> None:
-    """Prove that files can be made in ``directory`` (:func:`stylized.results.probe_writable`: folders it lacks are
+    """Prove that files can be made in ``directory`` (:func:`stylized.harness.results.probe_writable`: folders it lacks are
     created for the probe, then removed): :class:`~stylized.InvalidInput` naming ``option`` (and ``what`` is
     written there) otherwise."""
     d = Path(directory)

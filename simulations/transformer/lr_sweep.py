@@ -153,7 +153,7 @@ def _lr_sum(tcfg) -> list[float]:
 
 
 def write_sweep(result: dict, root: Path | None = None, figure: Path | None = None) -> Path:
-    from stylized.results import atomic_write_text, to_jsonable
+    from stylized.harness.results import atomic_write_text, to_jsonable
 
     root = Path(root or results_root())
     path = root / "cpu_lr_sweep.json"
@@ -167,8 +167,7 @@ def plot_sweep(path: Path, out_png: Path) -> Path:
     """PPL(L)/PPL(L_train) per angle-table lr multiplier (the chosen one bold); PNG and PDF in the project theme."""
     from matplotlib.ticker import FuncFormatter
 
-    from stylized import plotting as sp
-
+    from stylized.harness import plotting as sp
     res = json.loads(Path(path).read_text())
     with sp.theme():
         fig, axes = sp.figure(1, 2, height=3.4, sharey=True)

@@ -180,6 +180,8 @@ class CausalSelfAttention(nn.Module):
         # unreduced (cos/sin are taken in float64, exact enough for |Φ| ≲ 10⁶).  Fast path:
         # fused Numba kernels with closed-form backward, ψ's gradient routed to E inside the
         # rotation's backward; naive reference: plain autograd (learned_rotation.py)
+        if self.config.angle_tokens == "key":  # the author's route j … i−1: position t takes token t−1's angle
+            idx = torch.cat([idx[:, :1], idx[:, :-1]], dim=1)  # (the first is any: a constant cancels in P_{j→i})
         if _rotation.USE_FAST:
             psi = _learned.learned_angles(self.angle_table, idx, omega, Hh)
         else:
@@ -296,12 +298,16 @@ class GPT(nn.Module):
         self.drop = nn.Dropout(config.dropout)
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layer))
         self.ln_f = nn.LayerNorm(config.n_embd)
-        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
-        self.lm_head.weight = self.wte.weight  # tied
-        self.apply(self._init_weights)
-        for name, p in self.named_parameters():
-            if name.endswith("c_proj.weight"):
-                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
+        if config.lm_head == "tied":
+            self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+            self.lm_head.weight = self.wte.weight  # tied
+        else:  # the author's: its own projection with a bias
+            self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=True)
+        if config.init == "nanogpt":
+            self.apply(self._init_weights)
+            for name, p in self.named_parameters():
+                if name.endswith("c_proj.weight"):
+                    nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
 
     @staticmethod
     def _init_weights(module: nn.Module) -> None:

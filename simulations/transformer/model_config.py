@@ -79,7 +79,7 @@ from dataclasses import asdict, dataclass, field
 from typing import NamedTuple
 
 __all__ = ["VariantSpec", "VARIANT_SPECS", "VARIANTS", "MAIN_VARIANTS", "VALUE_ANGLES", "ANGLE_HEADS",
-           "GPTConfig", "validate_config"]
+           "ANGLE_TOKENS", "LM_HEADS", "INITS", "GPTConfig", "validate_config"]
 
 
 class VariantSpec(NamedTuple):
@@ -117,6 +117,9 @@ MAIN_VARIANTS: tuple[str, ...] = (
 )
 VALUE_ANGLES = ("independent", "same")
 ANGLE_HEADS = ("per-head", "shared")
+ANGLE_TOKENS = ("query", "key")
+LM_HEADS = ("tied", "untied")
+INITS = ("nanogpt", "torch")
 
 
 @dataclass
@@ -149,6 +152,20 @@ class GPTConfig:
         Kernel size of PaTH's causal depthwise convolution (3 or 4).
     path_chunk : int
         Query chunk size C of the chunked PaTH / ALiBi attention.
+    bias : bool
+        Biases in every Linear of the blocks (the author's; nanoGPT's ``bias=False`` option).
+    angle_tokens : str
+        Which tokens' learned angles the route ``j → i`` accumulates: ``"query"`` (``j+1 … i``, the query's token
+        included, the key's not: ``P_{j→i} = M_i ⋯ M_{j+1}``, the paper's formula; the default) or ``"key"``
+        (``j … i−1``, the key's token included, the query's not: the author's code, an exclusive cumulative sum).
+        Only ``learned-*`` variants read it (random angles are i.i.d. per position, so the shift does not change
+        their law).
+    lm_head : str
+        ``"tied"`` (the output projection is the token embedding, no bias: nanoGPT) or ``"untied"`` (its own
+        ``Linear`` with a bias: the author's).
+    init : str
+        ``"nanogpt"`` (``N(0, 0.02)`` weights, zero biases, residual projections scaled by ``1/sqrt(2 n_layer)``)
+        or ``"torch"`` (PyTorch's default initialisation of every module: the author's).
     """
 
     vocab_size: int = 256
@@ -165,6 +182,9 @@ class GPTConfig:
     path_conv: int = 3
     path_chunk: int = 64
     bias: bool = True
+    angle_tokens: str = "query"
+    lm_head: str = "tied"
+    init: str = "nanogpt"
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -207,5 +227,8 @@ def validate_config(cfg: GPTConfig) -> None:
         raise ValueError(f"path_conv={cfg.path_conv!r} is not one of: 3, 4")
     if not cfg.angle_lr_mult >= 0.0:
         raise ValueError(f"angle_lr_mult={cfg.angle_lr_mult!r} must be >= 0")
+    for name, allowed in (("angle_tokens", ANGLE_TOKENS), ("lm_head", LM_HEADS), ("init", INITS)):
+        if getattr(cfg, name) not in allowed:
+            raise ValueError(f"{name}={getattr(cfg, name)!r} is not one of: {', '.join(allowed)}")
     if not cfg.rope_base > 1.0:
         raise ValueError(f"rope_base={cfg.rope_base!r} must be > 1")

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from stylized.estimators import proportion_ci
+from stylized.core.estimators import proportion_ci
 
 from .data import Corpus, load_corpus
 from .evaluate import weights_digest
@@ -198,7 +198,7 @@ def _job(preset: str, variant: str, path: str, cfg: dict, threads: int | None, d
         rows = passkey_accuracy(model, corpus.val,
                                 list(ecfg.multiples), cfg["n_digits"], cfg["trials"], cfg["trials_long"],
                                 batch_tokens=ecfg.batch_tokens, device=device)
-        from stylized.results import atomic_write_text
+        from stylized.harness.results import atomic_write_text
 
         atomic_write_text(cpath, json.dumps({"key": key, "rows": rows}))
     last = info["history"][-1][1] if info["history"] else None
@@ -255,7 +255,7 @@ def run_passkey(preset: str = "cpu", variants: list[str] | None = None, *, worke
         "canonical": canonical,
         "seconds": round(time.time() - t0, 1),
     }
-    from stylized.results import rows_csv, write_pair
+    from stylized.harness.results import rows_csv, write_pair
 
     json_path, csv_path = write_pair(stem.with_suffix(".json"), result, rows_csv(rows))
     plot_passkey(json_path, fig)
@@ -270,10 +270,9 @@ def plot_passkey(result_json: str | os.PathLike, out_png: str | os.PathLike) -> 
     One panel on a log accuracy axis: a variant's pooled accuracy with its 95% Wilson interval; a length at
     which no trial succeeded is drawn as a hollow downward triangle at the interval's upper end (what was
     measured: accuracy below that bound), the variants nudged apart along x so that none hides another.
-    Drawn and saved through :mod:`stylized.plotting` (the project's theme).
+    Drawn and saved through :mod:`stylized.harness.plotting` (the project's theme).
     """
-    from stylized import plotting as sp
-
+    from stylized.harness import plotting as sp
     res = json.loads(Path(result_json).read_text())
     p = res["params"]
     vs, ms = p["variants"], p["multiples"]

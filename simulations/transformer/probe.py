@@ -44,7 +44,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from stylized.families import SO2Uniform, TokenAngles
+from stylized.laws.families import SO2Uniform, TokenAngles
 
 from .model import GPT, CausalSelfAttention, _cos_sin, rotate, ssmax_query
 from .path_attention import path_score_chunks
@@ -280,7 +280,7 @@ def check_probe(L_train: int, multiples, D: int | None, n_windows: int, n_querie
     """(sorted multiples, D), else :class:`~stylized.InvalidInput` naming the argument (``flag_prefix`` + its
     name: ``--D`` on the command line).  ``need_far``: ``D`` (default ``L_train``) must lie below the longest
     probed length, else no query has a far source and every ρ_D is undefined (λ and χ_b are still measured)."""
-    from stylized.errors import InvalidInput
+    from stylized.core.errors import InvalidInput
 
     def bad_int(x, lo) -> bool:
         return isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < lo

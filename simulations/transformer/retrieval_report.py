@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from stylized.report import row
+from stylized.harness.report import row
 
 #: a variant's perplexity horizon: the first L with PPL(L)/PPL(L_train) at or above this
 PPL_HORIZON = 1.5

@@ -25,9 +25,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from stylized.errors import InvalidInput
-from stylized.options import Choice, Int, arg_type
-from stylized.results import Stopwatch
+from stylized.core.errors import InvalidInput
+from stylized.core.options import Choice, Int, arg_type
+from stylized.harness.results import Stopwatch
 
 from .evaluate import eval_cache_path, evaluate_checkpoint, weights_digest
 from .fileio import check_dir
@@ -154,7 +154,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from stylized.cli import _Parser  # one-line usage errors, as under ``stylized spot-check``
+    from stylized.core.options import OptionParser as _Parser  # one-line usage errors (exit 2)
 
     parser = _Parser(prog="python -m simulations.transformer.spot_check")
     sub = parser.add_subparsers(dest="cmd", parser_class=_Parser)

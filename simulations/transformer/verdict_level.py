@@ -35,8 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from stylized.estimators import proportion_ci
-from stylized.results import atomic_write_text, to_jsonable
+from stylized.core.estimators import proportion_ci
+from stylized.harness.results import atomic_write_text, to_jsonable
 
 from .verdicts import ALPHA, decide, decide_flat, flat_interval, seed_means, welch
 

@@ -55,10 +55,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from .._broadcast import check
-from ..backend import namespace_of
-from ..bounds import mixing_window
-from ..counter_rng import as_generator
+from ..core._broadcast import check
+from ..core.backend import namespace_of
+from ..core.counter_rng import as_generator
 from .check_hooks import AttentionSweepHooks, ContextWindowHooks, OverlapLawHooks, ScoreChainHooks, ValueTransportHooks
 
 __all__ = ["StepLaw", "MeanEstimate", "MEAN_SAMPLES", "law_label", "check_dimension"]
@@ -212,6 +211,8 @@ class StepLaw(ScoreChainHooks, ContextWindowHooks, AttentionSweepHooks, ValueTra
 
     def mixing_window(self, eps: float) -> float:
         """``W(ε) = ⌈ln ε / ln(1 − γ)⌉``: route length after which ``||E[P_n]||_op ≤ ε`` (``inf`` when ``γ = 0``)."""
+        from ..theory.bounds import mixing_window
+
         return mixing_window(max(0.0, min(1.0, self.spectral_gap)), eps)
 
     def mean_power(self, n: int) -> np.ndarray:
@@ -280,13 +281,13 @@ class StepLaw(ScoreChainHooks, ContextWindowHooks, AttentionSweepHooks, ValueTra
 
     def transported_queries(self, steps, q, xrng):
         """``U[j] = P_{j→i}ᵀ q`` for every source ``j`` of the query at ``i = L−1`` (``steps`` by position)."""
-        from ..transport_reference import position_to_route
+        from ..engine.transport_reference import position_to_route
 
         return self.route_queries(position_to_route(np.asarray(steps, dtype=float)), q, xrng=xrng)[::-1]
 
     def transported_sum(self, steps, weights, values, xrng):
         """``Σ_j α_j P_{j→i} v_j`` for the query at ``i = L−1`` (``steps`` by position)."""
-        from ..transport_reference import position_to_route
+        from ..engine.transport_reference import position_to_route
 
         return self.route_sum(position_to_route(np.asarray(steps, dtype=float)), weights[::-1], values[::-1],
                               xrng=xrng)
@@ -346,7 +347,7 @@ def check_route_length(n) -> int:
 
 def check_dimension(d) -> int:
     """``d`` as an ``int`` in ``[2, 65536]``, or a ValueError naming ``d``."""
-    from ..family_args import MAX_DIM
+    from .family_args import MAX_DIM
 
     if not _is_int(d) or not 2 <= d <= MAX_DIM:
         raise ValueError(f"d must be an integer in [2, {MAX_DIM}], got {d!r}")

@@ -22,7 +22,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .._broadcast import check
+from ..core._broadcast import check
 from .base import StepLaw, check_dimension
 
 __all__ = ["Cayley"]

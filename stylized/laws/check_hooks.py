@@ -16,8 +16,8 @@ import math
 
 import numpy as np
 
-from ..backend import namespace_of
-from ..counter_rng import as_generator
+from ..core.backend import namespace_of
+from ..core.counter_rng import as_generator
 
 __all__ = ["ScoreChainHooks", "ContextWindowHooks", "AttentionSweepHooks", "ValueTransportHooks", "OverlapLawHooks"]
 
@@ -30,9 +30,9 @@ class ScoreChainHooks:
 
         Generic: :meth:`walk_scores` on the law's own draws, with a Generator seeded from ``seed`` (NumPy
         for ``numpy`` and ``numba``, the device's for ``cupy``).  The built-ins override it with their fused
-        counter-stream kernels and namespace twins (:mod:`stylized.score_chains`).
+        counter-stream kernels and namespace twins (:mod:`stylized.engine.score_chains`).
         """
-        from ..backend import array_namespace, to_numpy, xp_generator
+        from ..core.backend import array_namespace, to_numpy, xp_generator
 
         xp = array_namespace(backend)
         xrng = xp_generator(backend, as_generator(np.random.default_rng(seed)))
@@ -47,14 +47,14 @@ class ScoreChainHooks:
     @property
     def post_mixing_class(self) -> type:
         """The score-law class of a far score ``qᵀ P_n k`` once the route has mixed, by declared capability:
-        :class:`~stylized.score_laws.HaarCoordinate` for an isotropic orthogonal law (``P_n k/|k|`` uniform on
-        ``S^{d−1}``), else :class:`~stylized.score_reference.EstimatedScoreLaw` (a Monte Carlo reference).  Planes
-        laws whose angles equidistribute override it (:class:`~stylized.score_laws.UniformPhaseSum`)."""
+        :class:`~stylized.theory.score_laws.HaarCoordinate` for an isotropic orthogonal law (``P_n k/|k|`` uniform on
+        ``S^{d−1}``), else :class:`~stylized.theory.score_reference.EstimatedScoreLaw` (a Monte Carlo reference).  Planes
+        laws whose angles equidistribute override it (:class:`~stylized.theory.score_laws.UniformPhaseSum`)."""
         if self.isotropic and self.orthogonal and self.mixes_to_uniform:
-            from ..score_laws import HaarCoordinate
+            from ..theory.score_laws import HaarCoordinate
 
             return HaarCoordinate
-        from ..score_reference import EstimatedScoreLaw
+        from ..theory.score_reference import EstimatedScoreLaw
 
         return EstimatedScoreLaw
 
@@ -64,7 +64,7 @@ class ScoreChainHooks:
         return self.post_mixing_class.name
 
     def far_score_law(self, q, k):
-        """The law of ``s = qᵀ P_n k`` once the route has mixed, as a score law of :mod:`stylized.score_laws`
+        """The law of ``s = qᵀ P_n k`` once the route has mixed, as a score law of :mod:`stylized.theory.score_laws`
         (``cdf``, ``sf``, ``mgf``, ``ks_test``, ``tail_bound``, ``theory_kind``): :attr:`post_mixing_class` built
         for this law, ``q`` and ``k`` (its ``of_law``)."""
         return self.post_mixing_class.of_law(self, np.asarray(q, dtype=float), np.asarray(k, dtype=float))
@@ -81,7 +81,7 @@ class ContextWindowHooks:
         ``batch`` contexts per call (one on the host, keeping NumPy's stream; as many as fit about
         ``XP_CHUNK_ELEMENTS`` step elements on cupy).
         """
-        from ..sampling import XP_CHUNK_ELEMENTS
+        from ..engine.sampling import XP_CHUNK_ELEMENTS
 
         nmax = L - 1 if not math.isfinite(window) else int(min(L - 1, max(8, math.ceil(3 * window))))
         stride = max(1, min(L, nmax // 4))
@@ -144,9 +144,9 @@ class AttentionSweepHooks:
         and the far ``log Σ_{n≥D} e^{λ s_n}`` (``(size,)``), in the namespace ``xp`` with its Generator ``xrng``.
 
         Keys are uniform on ``S^{d−1}`` except ``k_{target_n} = q``.  Generic: the route walked back block by
-        block with :meth:`walk_block` (:func:`stylized.context_sweep.transport_context_xp`, memory ``O(size·L)``).
+        block with :meth:`walk_block` (:func:`stylized.engine.context_sweep.transport_context_xp`, memory ``O(size·L)``).
         """
-        from ..context_sweep import transport_context_xp
+        from ..engine.context_sweep import transport_context_xp
 
         return transport_context_xp(self, L, size, xrng, q, lam, D, target_n, xp)
 
@@ -220,17 +220,25 @@ class ValueTransportHooks:
 class OverlapLawHooks:
     """Hooks of the law of the overlap qᵀP_n q (far-retrieval)."""
 
+    def sample_overlaps(self, ns, size: int, random_state=None, backend: str = "numba", q=None):
+        """``size`` Monte Carlo chains of this law: ``(size, len(ns))`` draws of ``qᵀ P_n q`` (see
+        :func:`stylized.engine.sampling.sample_overlaps`, which this calls; a simulated reference for the
+        theories of laws without a one-dimensional chain)."""
+        from ..engine.sampling import sample_overlaps
+
+        return sample_overlaps(self, ns, size, random_state=random_state, backend=backend, q=q)
+
     def overlap_law(self, q, n: int, h: float):
         """The law of ``s_n = qᵀP_n q`` as a rule ``(points, weights, kind)`` with ``E g(s_n) ≈ Σ weights·g(points)``,
         or ``None`` where the law knows none (callers then estimate it from :meth:`walk_scores`).
 
         Generic: commuting planes (``planes``) whose angles have a continuous law (:meth:`folded_phase_cdf`)
-        give the per-plane phase laws binned on ``hℤ`` and convolved (:func:`stylized.overlap_laws.plane_phase_law`,
+        give the per-plane phase laws binned on ``hℤ`` and convolved (:func:`stylized.theory.overlap_laws.plane_phase_law`,
         ``"closed form"``); any other law ``None``.  ``q`` a unit vector, ``n ≥ 0``.
         """
         if not self.planes or not getattr(self, "iid", True):  # per-plane phases are sums of i.i.d. angles
             return None
-        from ..overlap_laws import plane_phase_law
+        from ..theory.overlap_laws import plane_phase_law
 
         rule = plane_phase_law(self, np.asarray(q, dtype=float), int(n), float(h))
         return None if rule is None else (*rule, "closed form")

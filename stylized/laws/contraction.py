@@ -10,7 +10,7 @@ A draw is the unit vector ``w`` (``step_ndim = 1``); :meth:`Contraction.apply` i
 :func:`~stylized.laws.step_ops.beta_step` (``M`` is symmetric, so ``transpose`` changes nothing) and
 :meth:`Contraction.dense` the matrices, the oracle.  The norm of a transported vector is not kept:
 ``log ||P_n k||`` is a sum of ``n`` i.i.d. increments ``½ log(1 − β(2−β)c²)``
-(:mod:`stylized.contraction_theory`).
+(:mod:`stylized.theory.contraction_theory`).
 
 Example
 -------
@@ -29,7 +29,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .._broadcast import check
+from ..core._broadcast import check
 from .base import check_dimension
 from .isotropic import _ScalarMean
 from .step_ops import beta_step, uniform_sphere

@@ -14,11 +14,11 @@ from typing import ClassVar
 import numpy as np
 from scipy.stats import ortho_group
 
-from ..backend import namespace_of
-from ..counter_rng import as_generator
-from ..family_args import validate_family_args
+from ..core.backend import namespace_of
+from ..core.counter_rng import as_generator
 from .base import StepLaw as StepFamily
 from .base import check_route_length
+from .family_args import validate_family_args
 from .step_ops import beta_step, haar_law_queries, haar_law_sum, orthogonal_dense, uniform_sphere
 
 __all__ = ["Householder", "LazyHaar", "Haar"]
@@ -80,7 +80,7 @@ class Householder(_ScalarMean):
         """The Numba reflection-chain kernel (``backend="numba"``): unit ``w`` from :meth:`rvs`."""
         if backend != "numba":
             return None
-        from ..kernels import kernel
+        from ..engine.kernels import kernel
 
         nmax = int(ns[-1])
         w = self.rvs(size * nmax, rng).reshape(size, nmax, self.d)
@@ -89,29 +89,29 @@ class Householder(_ScalarMean):
     # -- score chains (score-gap, haar-law) --------------------------------------------------
     def score_chains(self, N: int, size: int, seed, q, k, backend: str = "numba"):
         """Real reflections ``w = g/|g|``: the counter-stream kernel (``numba``) or its namespace twin
-        (:func:`stylized.score_chains.householder_chains`)."""
-        from ..score_chains import householder_chains
+        (:func:`stylized.engine.score_chains.householder_chains`)."""
+        from ..engine.score_chains import householder_chains
 
         return householder_chains(q, k, int(N), int(size), seed, backend)
 
     # -- attention sweep and overlap chain (transfer, far-mass-growth) -------------------------
     def fast_transported_queries(self, steps, q, backend: str):
         """The reflection kernel ``householder_queries`` (Numba on ``backend="numba"``, else its NumPy twin)."""
-        from ..kernels import kernel
+        from ..engine.kernels import kernel
 
         return kernel("householder_queries", backend)(np.ascontiguousarray(steps), q)
 
     def overlap_transition(self, nodes, basis, n_quad: int = 24):
         """``t' = t(1 − 2w₁²) − 2√(1−t²) w₁w₂`` with ``(w₁, w₂)`` two coordinates of a uniform unit vector, by product
-        Gauss–Jacobi quadrature (:func:`stylized.weight_laws.householder_transition`)."""
-        from ..weight_laws import householder_transition
+        Gauss–Jacobi quadrature (:func:`stylized.theory.weight_laws.householder_transition`)."""
+        from ..theory.weight_laws import householder_transition
 
         return householder_transition(self.d, nodes, basis, n_quad)
 
     def overlap_law(self, q, n: int, h: float):  # the law of qᵀP_n q (far-retrieval)
-        """The Chebyshev nodes and weights ``e_0ᵀKⁿ`` of the overlap chain (:class:`stylized.weight_laws.IsotropicChain`):
+        """The Chebyshev nodes and weights ``e_0ᵀKⁿ`` of the overlap chain (:class:`stylized.theory.weight_laws.IsotropicChain`):
         signed weights, accurate for smooth functionals only (``"approximation (chain quadrature)"``)."""
-        from ..weight_laws import IsotropicChain
+        from ..theory.weight_laws import IsotropicChain
 
         chain = IsotropicChain(self)
         return chain.nodes.copy(), np.linalg.matrix_power(chain.K, int(n))[0], "approximation (chain quadrature)"
@@ -122,7 +122,7 @@ class Householder(_ScalarMean):
         at a time); the generic walk :meth:`StepLaw.context_overlaps` otherwise."""
         if backend != "numba" or not isinstance(steps, np.ndarray):
             return StepFamily.context_overlaps(self, steps, q, nmax, stride=stride, xrng=xrng, backend=backend)
-        from ..scores import householder_window_sums_numba
+        from ..engine.scores import householder_window_sums_numba
 
         if not 0 <= nmax <= steps.shape[-2] - 1:
             raise ValueError(f"nmax must lie in [0, L − 1] = [0, {steps.shape[-2] - 1}], got {nmax}")
@@ -201,13 +201,13 @@ class LazyHaar(_ScalarMean):
         return _DenseView(d=self.d)
 
     def transported_queries(self, steps, q, xrng):
-        from ..transport_reference import position_to_route
+        from ..engine.transport_reference import position_to_route
 
         fresh = uniform_sphere(xrng, (len(steps),), self.d) * np.linalg.norm(q)
         return haar_law_queries(position_to_route(np.asarray(steps, dtype=bool)), q, fresh[::-1])[::-1]
 
     def transported_sum(self, steps, weights, values, xrng):
-        from ..transport_reference import position_to_route
+        from ..engine.transport_reference import position_to_route
 
         L = len(steps)
         fresh = uniform_sphere(xrng, (L,), self.d)
@@ -218,7 +218,7 @@ class LazyHaar(_ScalarMean):
         """The exact joint law over the route lengths: between consecutive ``n_{k−1} < n_k`` a Haar step
         occurs with probability ``1 − (1−p)^{n_k − n_{k−1}}``, and then ``qᵀP k`` is a fresh
         ``||q||·||k||``-scaled Haar coordinate, else it is unchanged (``qᵀk`` before any Haar step)."""
-        from ..sampling import haar_coordinates
+        from ..engine.sampling import haar_coordinates
 
         qh = np.asarray(q, dtype=float)
         kh = qh if k is None else np.asarray(k, dtype=float)
@@ -257,15 +257,15 @@ class LazyHaar(_ScalarMean):
         return U, u
 
     def overlap_transition(self, nodes, basis, n_quad: int = 24):
-        """Stay with probability ``1 − p``, else a fresh Haar coordinate (:func:`stylized.weight_laws.haar_transition`)."""
-        from ..weight_laws import haar_transition
+        """Stay with probability ``1 − p``, else a fresh Haar coordinate (:func:`stylized.theory.weight_laws.haar_transition`)."""
+        from ..theory.weight_laws import haar_transition
 
         return haar_transition(self.d, float(self.p), nodes, basis, n_quad)
 
     def overlap_law(self, q, n: int, h: float):  # the law of qᵀP_n q (far-retrieval)
         """Exact: an atom ``s = |q|²`` of weight ``(1 − p)ⁿ`` (no Haar step yet), else a ``|q|²``-scaled Haar
-        coordinate binned on ``hℤ`` (:func:`stylized.overlap_laws.haar_bins`; ``|q| = 1`` expected)."""
-        from ..overlap_laws import haar_bins
+        coordinate binned on ``hℤ`` (:func:`stylized.theory.overlap_laws.haar_bins`; ``|q| = 1`` expected)."""
+        from ..theory.overlap_laws import haar_bins
 
         atom = (1.0 - self.p) ** int(n)
         pts, w = haar_bins(self.d, h)
@@ -273,12 +273,12 @@ class LazyHaar(_ScalarMean):
 
     # -- in-context windows (mixing) -------------------------------------------------------------
     def context_overlaps(self, steps, q, nmax: int, *, stride: int = 1, xrng=None, backend: str = "numpy"):
-        """The exact law per query for a unit ``q`` (:func:`stylized.scores.haar_window_sums`): ``qᵀ P_{i−n→i} q
+        """The exact law per query for a unit ``q`` (:func:`stylized.engine.scores.haar_window_sums`): ``qᵀ P_{i−n→i} q
         = qᵀq`` until the first Haar step back from ``i``, then a fresh Haar coordinate at every Haar step;
         ``xrng`` (the namespace's Generator) draws them.  Dense Haar matrices: the generic walk."""
         if self._dense_steps(steps):
             return self._as_dense().context_overlaps(steps, q, nmax, stride=stride, xrng=xrng, backend=backend)
-        from ..scores import haar_window_sums
+        from ..engine.scores import haar_window_sums
 
         if not 0 <= nmax <= steps.shape[-1] - 1:
             raise ValueError(f"nmax must lie in [0, L − 1] = [0, {steps.shape[-1] - 1}], got {nmax}")
@@ -293,8 +293,8 @@ class LazyHaar(_ScalarMean):
     # -- score chains (score-gap, haar-law) --------------------------------------------------
     def score_chains(self, N: int, size: int, seed, q, k, backend: str = "numba"):
         """Real steps: each Haar step a full Haar matrix (Householder QR of Gaussian normals, applied unstored),
-        by the counter-stream kernel (``numba``) or its twin (:func:`stylized.score_chains.haar_chains`)."""
-        from ..score_chains import haar_chains
+        by the counter-stream kernel (``numba``) or its twin (:func:`stylized.engine.score_chains.haar_chains`)."""
+        from ..engine.score_chains import haar_chains
 
         return haar_chains(q, k, int(N), int(size), seed, backend, float(self.p))
 

@@ -6,7 +6,7 @@ tokens ``x_t`` follow a Markov chain with row-stochastic transition matrix ``tra
 started from its stationary law ``π``.  The steps are therefore identically distributed (each ``M_t``
 has the one-step mean ``E[M]`` of :meth:`MarkovTokens.chi`) but **not independent**, and the i.i.d.
 identity ``E[P_n] = E[M]ⁿ`` of the base protocol fails.  This law overrides every piece of theory that
-rests on it with the twisted transfer operator of :mod:`stylized.markov_theory`::
+rests on it with the twisted transfer operator of :mod:`stylized.theory.markov_theory`::
 
     E[e^{iA_{n,b}}] = π D_b (T D_b)^{n−1} 1,   D_b = diag(e^{i·table[v, b]}),   ρ_b = ρ(T D_b).
 
@@ -35,13 +35,19 @@ from typing import ClassVar
 
 import numpy as np
 
-import stylized.markov_theory as mth
-
-from ..counter_rng import as_generator
+from ..core.counter_rng import as_generator
 from .base import check_dimension, check_route_length
 from .so2 import SO2Family
 
 __all__ = ["MarkovTokens", "markov_tokens", "zipf_law"]
+
+
+def _theory():
+    """:mod:`stylized.theory.markov_theory`, the law's exact mean and windows (imported on first use: a law
+    reaches the closed forms it overrides with only from inside its methods)."""
+    from ..theory import markov_theory
+
+    return markov_theory
 
 
 @dataclass(frozen=True, eq=False)
@@ -82,7 +88,7 @@ class MarkovTokens(SO2Family):
             raise ValueError(f"table must have shape (V, d/2) = (V, {d // 2}), got {table.shape}")
         if not np.all(np.isfinite(table)):
             raise ValueError("table must have finite angles")
-        t = mth.validate_transition(self.transition)
+        t = _theory().validate_transition(self.transition)
         if t.shape[0] != table.shape[0]:
             raise ValueError(f"transition must be (V, V) with V = {table.shape[0]} (the table's rows), got {t.shape}")
         table.flags.writeable = False
@@ -100,13 +106,13 @@ class MarkovTokens(SO2Family):
     @cached_property
     def stationary(self) -> np.ndarray:
         """The stationary law ``π`` of ``T`` (``πT = π``), where every chain starts."""
-        pi = mth.stationary_law(self.transition)
+        pi = _theory().stationary_law(self.transition)
         pi.flags.writeable = False
         return pi
 
     def time_reversed(self) -> MarkovTokens:
         """The same law read backwards: ``T* = diag(π)⁻¹ Tᵀ diag(π)`` (same ``π``, same ``E[P_n]``)."""
-        return MarkovTokens(d=self.d, table=self.table, transition=mth.time_reversal(self.transition, self.stationary))
+        return MarkovTokens(d=self.d, table=self.table, transition=_theory().time_reversal(self.transition, self.stationary))
 
     # -- the theory: twisted transfer operator -------------------------------------------------
     def chi(self) -> np.ndarray:
@@ -115,11 +121,11 @@ class MarkovTokens(SO2Family):
 
     def route_characteristic(self, n) -> np.ndarray:
         """``E[e^{iA_{n,b}}] = π D_b (T D_b)^{n−1} 1``: shape ``np.shape(n) + (d/2,)``."""
-        return mth.route_characteristic(self.transition, self.table, n, self.stationary)
+        return _theory().route_characteristic(self.transition, self.table, n, self.stationary)
 
     def twisted_radius(self) -> np.ndarray:
         """``ρ_b = ρ(T D_b)`` per plane: ``|E[e^{iA_{n,b}}]|^{1/n} → ρ_b``."""
-        return mth.twisted_radius(self.transition, self.table)
+        return _theory().twisted_radius(self.transition, self.table)
 
     @property
     def spectral_gap(self) -> float:
@@ -132,11 +138,11 @@ class MarkovTokens(SO2Family):
 
     def mean_overlap(self, q: np.ndarray, n) -> np.ndarray | float:
         """``E[qᵀP_n q] = Σ_b (q_{2b}² + q_{2b+1}²) Re π D_b (T D_b)^{n−1} 1`` (exact)."""
-        return mth.markov_overlap(self.transition, self.table, q, n, self.stationary)
+        return _theory().markov_overlap(self.transition, self.table, q, n, self.stationary)
 
     def iid_overlap(self, q: np.ndarray, n) -> np.ndarray | float:
         """The i.i.d. shortcut ``Σ_b (q_{2b}² + q_{2b+1}²) Re χ_bⁿ`` (wrong for this law unless ``T = 1πᵀ``)."""
-        return mth.iid_overlap(self.stationary, self.table, q, n)
+        return _theory().iid_overlap(self.stationary, self.table, q, n)
 
     def mean_power(self, n: int) -> np.ndarray:
         """``E[P_n]`` (dense ``d × d``): plane blocks ``[[Re c_b, −Im c_b], [Im c_b, Re c_b]]``, ``c_b = E[e^{iA_{n,b}}]``."""
@@ -148,11 +154,11 @@ class MarkovTokens(SO2Family):
 
     def plane_windows(self, eps: float) -> np.ndarray:
         """Per-plane Markov windows ``W_b(ε) = ⌈ln ε / ln ρ_b⌉`` (``inf`` where ``ρ_b = 1``)."""
-        return mth.windows_from_rate(self.twisted_radius(), eps)
+        return _theory().windows_from_rate(self.twisted_radius(), eps)
 
     def iid_plane_windows(self, eps: float) -> np.ndarray:
         """What the i.i.d. shortcut would say: ``⌈ln ε / ln |χ_b|⌉``."""
-        return mth.windows_from_rate(np.abs(self.chi()), eps)
+        return _theory().windows_from_rate(np.abs(self.chi()), eps)
 
     # -- drawing: a Markov chain along the last axis -------------------------------------------
     def sample_tokens(self, xrng, shape: tuple, xp=np, start=None):
@@ -227,7 +233,7 @@ def markov_tokens(d: int, *, vocab: int = 8, switch: float = 0.2, omega: float =
         if not (isinstance(switch, (int, float, np.floating, np.integer)) and not isinstance(switch, bool)
                 and 0.0 < switch <= 1.0):
             raise ValueError(f"switch must lie in (0, 1], got {switch!r}")
-        transition = mth.sticky_transition(zipf_law(V, zipf), switch)
+        transition = _theory().sticky_transition(zipf_law(V, zipf), switch)
     if table is None:
         if d % 2:
             raise ValueError(f"d must be even for SO(2) blocks (d = 2, 4, 6, …), got {d}")

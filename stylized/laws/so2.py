@@ -12,12 +12,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..backend import namespace_of
-from ..bounds import chi_power_correlation, window_from_log_rate
-from ..counter_rng import as_generator
-from ..family_args import validate_family_args
+from ..core.backend import namespace_of
+from ..core.counter_rng import as_generator
 from .base import StepLaw as StepFamily
 from .base import check_route_length
+from .family_args import validate_family_args
 from .step_ops import rotate_planes, so2_rotate, so2_trig
 
 __all__ = ["rope_frequencies", "SO2Family", "SO2Uniform", "RopeRandom", "SO2Normal", "TokenAngles"]
@@ -54,10 +53,10 @@ class SO2Family(StepFamily):
 
     @property
     def post_mixing_class(self) -> type:
-        """:class:`~stylized.score_laws.UniformPhaseSum` when the accumulated angles equidistribute
+        """:class:`~stylized.theory.score_laws.UniformPhaseSum` when the accumulated angles equidistribute
         (:attr:`mixes_to_uniform`), else the base's estimated reference."""
         if self.mixes_to_uniform:
-            from ..score_laws import UniformPhaseSum
+            from ..theory.score_laws import UniformPhaseSum
 
             return UniformPhaseSum
         return super().post_mixing_class
@@ -81,6 +80,8 @@ class SO2Family(StepFamily):
     def mean_overlap(self, q: np.ndarray, n) -> np.ndarray | float:
         """``qᵀE[M]ⁿq = Σ_b (q_{2b}² + q_{2b+1}²) Re χ_bⁿ`` (no dense matrices)."""
         q = np.asarray(q, dtype=float)
+        from ..theory.bounds import chi_power_correlation
+
         out = chi_power_correlation(self.chi(), np.ravel(n).astype(float), q[0::2] ** 2 + q[1::2] ** 2)
         return float(out[0]) if np.ndim(n) == 0 else out.reshape(np.shape(n))
 
@@ -90,6 +91,8 @@ class SO2Family(StepFamily):
             raise ValueError(f"eps must lie in (0, 1), got {eps!r}")
         a = np.abs(self.chi())
         with np.errstate(divide="ignore"):
+            from ..theory.bounds import window_from_log_rate
+
             w = window_from_log_rate(np.log(np.minimum(a, 1.0)), eps)
         return np.where(a <= 0.0, 1.0, w)
 
@@ -116,7 +119,7 @@ class SO2Family(StepFamily):
     def walk_scores(self, ns, size: int, xrng, xp=np, q=None, k=None, block: int | None = None):
         """``qᵀ P_n k = Σ_b cos(A_{n,b}) dot_b + sin(A_{n,b}) cross_b`` from accumulated angles, walked in
         blocks of at most ``block`` steps (default and cap: ``size·block·d/2`` within ``XP_CHUNK_ELEMENTS``)."""
-        from ..sampling import XP_CHUNK_ELEMENTS
+        from ..engine.sampling import XP_CHUNK_ELEMENTS
 
         ns, qh, kh, out, want = self._walk_frame(ns, size, xp, q, k)
         d = self.d
@@ -149,11 +152,11 @@ class SO2Family(StepFamily):
 
     def context_overlaps(self, steps, q, nmax: int, *, stride: int = 1, xrng=None, backend: str = "numpy"):
         """All pairs (``stride = 1``): ``Σ_b (q_{2b}² + q_{2b+1}²) mean_{i−j=n} cos A_{j→i,b}`` by the FFT
-        autocorrelation of ``e^{iC_t}`` (:func:`stylized.scores.so2_pair_correlation`); the generic walk
+        autocorrelation of ``e^{iC_t}`` (:func:`stylized.engine.scores.so2_pair_correlation`); the generic walk
         for a coarser grid."""
         if stride != 1:
             return StepFamily.context_overlaps(self, steps, q, nmax, stride=stride, xrng=xrng, backend=backend)
-        from ..scores import so2_pair_correlation
+        from ..engine.scores import so2_pair_correlation
 
         if not 0 <= nmax <= steps.shape[-2] - 1:
             raise ValueError(f"nmax must lie in [0, L − 1] = [0, {steps.shape[-2] - 1}], got {nmax}")
@@ -164,9 +167,9 @@ class SO2Family(StepFamily):
     # -- attention sweep and harmonics (transfer, far-mass-growth) ---------------------------------
     def context_sweep(self, L: int, size: int, xrng, q, lam: float, D: int, target_n: int | None = None, xp=np,
                       backend: str = "numpy"):
-        """The plane sweep: angles and per-plane key projections drawn by :func:`stylized.context_sweep.so2_context_inputs`,
+        """The plane sweep: angles and per-plane key projections drawn by :func:`stylized.engine.context_sweep.so2_context_inputs`,
         scored by the Numba kernel ``so2_context_numba`` (``backend="numba"``) or its namespace twin ``so2_context_numpy``."""
-        from ..context_sweep import so2_context_inputs, so2_context_numba, so2_context_numpy
+        from ..engine.context_sweep import so2_context_inputs, so2_context_numba, so2_context_numpy
 
         sweep = so2_context_numba if backend == "numba" else so2_context_numpy
         return sweep(*so2_context_inputs(self, L, size, xrng, q, target_n, xp), lam, D)
@@ -186,8 +189,8 @@ class SO2Family(StepFamily):
     def folded_phase_cdf(self, b: int, n: int, u):
         """``G(u) = P(|A_{n,b}| ≤ u)`` for ``u ∈ [0, π]``, ``A_{n,b}`` plane ``b``'s accumulated angle after ``n``
         i.i.d. steps wrapped to ``(−π, π]``: ``u/π + (2/π) Σ_{j≤J} Re χ_b(j)ⁿ sin(ju)/j``
-        (:func:`stylized.overlap_laws.phase_series_cdf`, ``J`` from :meth:`phase_harmonics`)."""
-        from ..overlap_laws import phase_series_cdf
+        (:func:`stylized.theory.overlap_laws.phase_series_cdf`, ``J`` from :meth:`phase_harmonics`)."""
+        from ..theory.overlap_laws import phase_series_cdf
 
         return phase_series_cdf(self, b, n, u, self.phase_harmonics(b, n))
 
@@ -252,26 +255,26 @@ class SO2Uniform(SO2Family):
         return math.ceil(max(math.sqrt(6 * 32 / n), 10 ** (13 / n)) / float(self.omegas[b]))
 
     def folded_phase_cdf(self, b: int, n: int, u):
-        """The wrapped Irwin–Hall law for ``n ≤`` :data:`stylized.overlap_laws.IH_MAX` (exact), else the series."""
-        from .. import overlap_laws
+        """The wrapped Irwin–Hall law for ``n ≤`` :data:`stylized.theory.overlap_laws.IH_MAX` (exact), else the series."""
+        from ..theory import overlap_laws
 
         if n <= overlap_laws.IH_MAX:
             return overlap_laws.wrapped_uniform_sum_cdf(float(self.omegas[b]), n, u)
         return SO2Family.folded_phase_cdf(self, b, n, u)
 
     def fast_context_sweep(self, L: int, size: int, rng, q, lam: float, D: int, target_n: int | None, backend: str):
-        """The fused counter-RNG kernel on ``backend="numba"`` (:func:`stylized.kernels.so2_context_sampled`)."""
+        """The fused counter-RNG kernel on ``backend="numba"`` (:func:`stylized.engine.kernels.so2_context_sampled`)."""
         if backend != "numba":
             return None
-        from ..kernels import so2_context_sampled
+        from ..engine.kernels import so2_context_sampled
 
         return so2_context_sampled(self, L, size, int(rng.integers(2**63)), q, lam, D, target_n)
 
     # -- score chains (score-gap, haar-law) --------------------------------------------------
     def score_chains(self, N: int, size: int, seed, q, k, backend: str = "numba"):
         """Uniform plane angles ``θ_b = ω_b(2u − 1)``: the counter-stream kernel (``numba``) or its twin
-        (:func:`stylized.score_chains.so2_chains`)."""
-        from ..score_chains import so2_chains
+        (:func:`stylized.engine.score_chains.so2_chains`)."""
+        from ..engine.score_chains import so2_chains
 
         return so2_chains(q, k, int(N), int(size), seed, backend, False, np.zeros(self.d // 2), self.omegas)
 
@@ -340,8 +343,8 @@ class SO2Normal(SO2Family):
     # -- score chains (score-gap, haar-law) --------------------------------------------------
     def score_chains(self, N: int, size: int, seed, q, k, backend: str = "numba"):
         """Normal plane angles ``θ_b = μ_b + σ_b g``: the counter-stream kernel (``numba``) or its twin
-        (:func:`stylized.score_chains.so2_chains`)."""
-        from ..score_chains import so2_chains
+        (:func:`stylized.engine.score_chains.so2_chains`)."""
+        from ..engine.score_chains import so2_chains
 
         mu, sg = self._mu_sigma()
         return so2_chains(q, k, int(N), int(size), seed, backend, True, mu, sg)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..backend import namespace_of
+from ..core.backend import namespace_of
 
 __all__ = ["beta_step", "so2_trig", "so2_rotate", "rotate_planes", "uniform_sphere", "haar_law_queries",
            "haar_law_sum"]
@@ -99,7 +99,7 @@ def haar_law_sum(mask, weights, values, rng=None, fresh: Callable | None = None)
     return r
 
 
-# -- dense Haar matrices (value checks: pathwise Haar steps; moved from stylized.values) --
+# -- dense Haar matrices (value checks: pathwise Haar steps; moved from stylized.engine.values) --
 __all__ += ["gram_schmidt", "orthogonal_dense"]
 
 

@@ -11,7 +11,7 @@ parquet without pyarrow, a corpus shorter than one block (``test_file_faults_cor
 destinations that cannot be written (``test_file_faults_options``); a checkpoint write that fails half-way (a
 full disk; ``test_file_faults_checkpoints``).
 
-The commands run in-process through ``stylized.cli.main`` (what ``stylized transformer …`` runs), one
+The commands run in-process through ``stylized.cli.app.main`` (what ``stylized transformer …`` runs), one
 torch thread; nothing trains: every check fires before the first step.
 """
 
@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, settings  # noqa: E402
 
 from simulations.transformer.data import Corpus  # noqa: E402
 from stylized import InvalidInput  # noqa: E402
-from stylized import cli as stylized_cli  # noqa: E402
+from stylized.cli import app as stylized_cli  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
