@@ -3,12 +3,12 @@
 # the largest sweep on GPU vs CPU, a short transformer training step on CUDA, then the transformer
 # comparison: the 8 main variants (rope nope alibi random-qk random-qkv learned-qk learned-qkv path) trained
 # as concurrent processes on the one GPU under the "gpu" preset (6 x 384, context 256, 2,500 steps, bf16),
-# each evaluated 1x..64x, with a wall-clock guard (`timeout`, and --time-limit inside each run).
+# each evaluated 1x..256x (65,536 tokens, the author's 20 random windows per length), with a wall-clock guard (`timeout`, and --time-limit inside each run).
 #   bash scripts/gpu_check.sh               (from the repository root; results under $OUT, else ./gpu_results)
 #   bash scripts/gpu_check.sh --transformer-only   (only the 8-variant comparison, ≈ 9 minutes)
 #   bash scripts/gpu_check.sh --dry-run     (CPU: skips the GPU checks; smoke preset, < 60 s)
-# Knobs: PY, GPU_TRAIN_SECONDS (training budget per variant, default 420), GPU_GUARD_SECONDS (hard
-# timeout per variant, default 540), GPU_COMPILE=1 (torch.compile), VARIANTS (space separated).
+# Knobs: PY, GPU_TRAIN_SECONDS (training budget per variant, default 360), GPU_GUARD_SECONDS (hard
+# timeout per variant, default 560), GPU_COMPILE=1 (torch.compile), VARIANTS (space separated).
 # The GPU machine has no package registry and no network: its python3 already holds numpy, scipy, numba,
 # cupy, matplotlib, seaborn, tqdm, pytest and hypothesis, so the package is installed without dependencies;
 # the corpus is the builtin one (the standard library's source), bytes.
@@ -45,7 +45,7 @@ import time
 import numpy as np
 import cupy
 from stylized.laws.families import make_family
-from stylized.core.montecarlo import chunked_generators
+from stylized.core.counter_rng import chunked_generators
 from stylized.engine.sampling import sample_overlaps
 
 fam = make_family("so2-uniform", d=64, omega=1.0)
@@ -101,7 +101,7 @@ if [[ $DRY == 1 ]]; then
   PRESET=smoke; BUDGET=30; GUARD=120; EXTRA=(--device cpu --steps 10 --threads 1)
   export OMP_NUM_THREADS=1 STYLIZED_ROTATION_KERNELS=0
 else
-  PRESET=gpu; BUDGET=${GPU_TRAIN_SECONDS:-420}; GUARD=${GPU_GUARD_SECONDS:-540}; EXTRA=(--threads 2)
+  PRESET=gpu; BUDGET=${GPU_TRAIN_SECONDS:-360}; GUARD=${GPU_GUARD_SECONDS:-560}; EXTRA=(--threads 2)
   export OMP_NUM_THREADS=2
   if [[ "${GPU_COMPILE:-0}" == 1 ]]; then EXTRA+=(--compile); fi
   $PY -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0))" \

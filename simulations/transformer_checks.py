@@ -312,9 +312,15 @@ def _plot_c6(result: dict | None, directory: Path) -> list[Path]:
         return []
     from simulations.transformer.compare import plot_compare
 
-    return [plot_compare(path, Path(directory) / _figure_name("transformer_ppl_ratio",
-                                                               path.name.removesuffix("_compare.json")))
-            for path in found]
+    out = [plot_compare(path, Path(directory) / _figure_name("transformer_ppl_ratio",
+                                                              path.name.removesuffix("_compare.json")))
+           for path in found]
+    robust = results_dir() / "transformer" / "cpu_lr_robustness.json"
+    if robust.exists():
+        from simulations.transformer.lr_robustness import plot_robustness
+
+        out.append(plot_robustness(robust, Path(directory) / "transformer_lr_robustness.png"))
+    return out
 
 
 def _plot_bridge(result: dict | None, directory: Path) -> list[Path]:

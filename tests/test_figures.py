@@ -175,16 +175,18 @@ def test_committed_figure_renders_from_the_committed_result(name, tmp_path, insp
 
 
 def test_transformer_figures_render_from_the_committed_results(tmp_path, inspected):
-    """All five transformer figures from the committed JSON alone (no checkpoint is read)."""
+    """Every transformer figure from the committed JSON alone (no checkpoint is read)."""
     pytest.importorskip("torch")
     from simulations.transformer.bridge_plot import plot_bridge
     from simulations.transformer.compare_plot import plot_compare
     from simulations.transformer.far_context import plot_far_context
+    from simulations.transformer.lr_robustness import plot_robustness
     from simulations.transformer.lr_sweep import plot_sweep
     from simulations.transformer.passkey import plot_passkey
 
     res = ROOT / "simulations" / "results" / "transformer"
-    need = ("cpu_compare.json", "cpu_lr_sweep.json", "passkey_cpu.json", "far_context_cpu.json", "bridge_cpu.json")
+    need = ("cpu_compare.json", "cpu_lr_sweep.json", "passkey_cpu.json", "far_context_cpu.json", "bridge_cpu.json",
+            "cpu_lr_robustness.json")
     if not all((res / n).is_file() for n in need):
         pytest.skip("no committed transformer results")
     with strict_layout():
@@ -192,7 +194,8 @@ def test_transformer_figures_render_from_the_committed_results(tmp_path, inspect
                  plot_sweep(res / "cpu_lr_sweep.json", tmp_path / "sweep.png"),
                  plot_passkey(res / "passkey_cpu.json", tmp_path / "passkey.png"),
                  plot_far_context(res / "far_context_cpu.json", tmp_path / "far.png"),
-                 plot_bridge(json.loads((res / "bridge_cpu.json").read_text()), tmp_path / "bridge.png")]
+                 plot_bridge(json.loads((res / "bridge_cpu.json").read_text()), tmp_path / "bridge.png"),
+                 plot_robustness(res / "cpu_lr_robustness.json", tmp_path / "robustness.png")]
     assert_figures_ok(paths, inspected)
 
 

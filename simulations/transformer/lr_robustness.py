@@ -28,7 +28,7 @@ __all__ = ["SEEDS", "MULTIPLES", "robustness", "write_robustness", "plot_robustn
 
 SEEDS: tuple[int, ...] = (0, 1, 2)
 MULTIPLES: tuple[int, ...] = (64, 128)
-METRICS = {"all": "author's metric (every position)", "target": "target metric (positions beyond L_train)"}
+METRICS = {"all": "author's metric (every position)", "target": "our metric (the last L_train positions)"}
 
 
 def _have(variant: str, mult: float, seed: int, root: Path | None) -> bool:
