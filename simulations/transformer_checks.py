@@ -75,7 +75,9 @@ def _c6_table_rows(directory: Path) -> list[str]:
 def _ratio_table(r: dict, metric: str) -> list[str]:
     rows = [x for x in r["rows"] if x["metric"] == metric]
     mults = sorted({x["multiple"] for x in rows})
-    lines = ["| variant | seeds | PPL(L_train) | " + " | ".join(f"{m:g}×" for m in mults) + " |",
+    L_train = int(r.get("params", {}).get("model", {}).get("block_size", 0) or 0)
+    head = [f"{m:g}× ({m * L_train:,} tok.)" if L_train else f"{m:g}×" for m in mults]
+    lines = ["| variant | seeds | PPL(L_train) | " + " | ".join(head) + " |",
              "|---|---|---|" + "---|" * len(mults)]
     by: dict = {}
     for x in rows:

@@ -64,7 +64,9 @@ def plot_compare(result_json_path: str | os.PathLike, out_png: str | os.PathLike
         axes[0].plot([], [], "--", color="0.3", lw=0.9, label="paper (dashed, same colour)")
         axes[0].set_ylabel(r"$\mathrm{PPL}(L)\,/\,\mathrm{PPL}(L_{\mathrm{train}})$")
         fig.legend(*axes[0].get_legend_handles_labels(), loc="outside upper center", ncol=3, fontsize=6.5)
-        sp.caption(fig, f"C6, preset '{p['preset']}': L_train = {p['model']['block_size']}, {p['train']['steps']} steps. "
+        mmax = max(r["multiple"] for r in res["rows"])
+        sp.caption(fig, f"C6, preset '{p['preset']}': L_train = {p['model']['block_size']}, {p['train']['steps']} steps; "
+                        f"{mmax:g}× is {mmax * int(p['model']['block_size']):,} tokens here, {mmax * 512:,} in the paper. "
                         "Lines: mean over seeds; band: seed range (min to max); dashed: the paper's reported ratio "
                         "(L_train = 512). Left: every position of the length-L window; right: the last L_train "
                         "positions (the same targets at every length).")
