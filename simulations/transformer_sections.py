@@ -12,7 +12,7 @@ from pathlib import Path
 
 from stylized.harness.report import fmt, row
 
-__all__ = ["regime_lines", "lr_robustness_section", "author_ab_section", "cpu_long_section"]
+__all__ = ["regime_lines", "lr_robustness_section", "author_ab_section", "cpu_long_section", "recall_section"]
 
 #: the paper's Q/K and Q/K/V rows (absolute tokens): tied up to 16K, split at 32K–65K
 TIED_UP_TO = 16_384
@@ -115,3 +115,39 @@ def cpu_long_section(directory: Path, ratio_table) -> list[str]:
                 lines.append(row(v, f"{tokens:,}", fmt(a["estimate"], 3) if a else "—", fmt(b["estimate"], 3) if b else "—"))
         lines.append("")
     return lines
+
+
+def recall_section(directory: Path) -> list[str]:
+    """Multi-query associative recall: accuracy against the key → query distance per variant."""
+    path = directory / "transformer" / "recall_cpu.json"
+    if not path.exists():
+        return []
+    from simulations.transformer.recall_report import N_PAIRS, horizon, table
+
+    data = json.loads(path.read_text())
+    tab = table(data)
+    ds = sorted({d for t in tab.values() for d in t["cells"]})
+    lines = ["### Multi-query associative recall (cpu)", "",
+             "Command: `stylized transformer recall` (`simulations/transformer/recall.py`, `recall_sweep.py`). Keys, values "
+             "and filler from disjoint token sets; 2 × 64 models, 2 heads, trained at L_train = 64 with the calibrated "
+             "recipe (curriculum 2 → 4 → 8 pairs; PyTorch init and an untied head, without which no variant formed the "
+             "lookup); then 8 pairs placed a chosen distance before 16 queries. Accuracy over the 32 values (chance "
+             f"1/32, guessing one of the pairs' values 1/{N_PAIRS}); seed mean [seed range]; each seed's cell is 64 "
+             "sequences, its 95% interval a bootstrap over sequences (in the JSON). Horizon: the first distance with "
+             "mean accuracy < 0.5. Figure: `figures/transformer_recall.png`.", "",
+             "| variant | seeds | 1× | " + " | ".join(f"d = {d:,}" for d in ds) + " | horizon |",
+             "|---|---|---|" + "---|" * len(ds) + "---|"]
+    for v, t in sorted(tab.items()):
+        cells = []
+        for d in ds:
+            c = t["cells"].get(d)
+            if c is None:
+                cells.append("—")
+            elif len(c["per_seed"]) > 1:
+                cells.append(f"{c['mean']:.2f} [{c['lo']:.2f}–{c['hi']:.2f}]")
+            else:
+                cells.append(f"{c['mean']:.2f}")
+        h = horizon(t["cells"])
+        lines.append(row(v, ",".join(map(str, sorted(t["seeds"]))), fmt(t["one_x"], 3), *cells,
+                         "none ≤ " + f"{ds[-1]:,}" if h is None else f"{h:,}"))
+    return lines + [""]

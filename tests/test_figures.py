@@ -183,10 +183,11 @@ def test_transformer_figures_render_from_the_committed_results(tmp_path, inspect
     from simulations.transformer.lr_robustness import plot_robustness
     from simulations.transformer.lr_sweep import plot_sweep
     from simulations.transformer.passkey import plot_passkey
+    from simulations.transformer.recall_report import plot_recall
 
     res = ROOT / "simulations" / "results" / "transformer"
     need = ("cpu_compare.json", "cpu_lr_sweep.json", "passkey_cpu.json", "far_context_cpu.json", "bridge_cpu.json",
-            "cpu_lr_robustness.json")
+            "cpu_lr_robustness.json", "recall_cpu.json")
     if not all((res / n).is_file() for n in need):
         pytest.skip("no committed transformer results")
     with strict_layout():
@@ -195,7 +196,8 @@ def test_transformer_figures_render_from_the_committed_results(tmp_path, inspect
                  plot_passkey(res / "passkey_cpu.json", tmp_path / "passkey.png"),
                  plot_far_context(res / "far_context_cpu.json", tmp_path / "far.png"),
                  plot_bridge(json.loads((res / "bridge_cpu.json").read_text()), tmp_path / "bridge.png"),
-                 plot_robustness(res / "cpu_lr_robustness.json", tmp_path / "robustness.png")]
+                 plot_robustness(res / "cpu_lr_robustness.json", tmp_path / "robustness.png"),
+                 plot_recall(res / "recall_cpu.json", tmp_path / "recall.png")]
     assert_figures_ok(paths, inspected)
 
 

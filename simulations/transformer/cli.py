@@ -110,6 +110,28 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_recall(args: argparse.Namespace) -> int:
+    """Multi-query associative recall: train every variant at every seed (resuming), then the table and figure."""
+    from stylized.harness.results import figures_dir
+
+    from .fileio import check_dir
+    from .recall_report import plot_recall, summary_lines
+    from .recall_sweep import VARIANTS_RECALL, run_sweep
+    from .train import results_root
+
+    out = results_root() / "recall_cpu.json"
+    check_dir(out.parent, "results")
+    check_dir(figures_dir(), "figures/")
+    variants = args.variants.split(",") if args.variants else list(VARIANTS_RECALL)
+    data = {}
+    for seed in args.seeds:
+        data = run_sweep(variants, seed, n_seqs=args.n_seqs, out=out)
+    fig = plot_recall(out, figures_dir() / "transformer_recall.png")
+    print("\n".join(summary_lines(data)))
+    print(f"wrote {out}, {fig}")
+    return 0
+
+
 def cmd_author_ab(args: argparse.Namespace) -> int:
     """Each of the author's model points the cpu preset does not take, A/B on learned-qk at 3 seeds."""
     from .author_ab import ab_table, missing, run_one, summary_lines, trains, write_ab
@@ -269,6 +291,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     s.add_argument("--threads", type=arg_type(Int(1, 256)), default=None, help="torch CPU threads")
     s.add_argument("--workers", type=arg_type(Int(1, 64)), default=1, help="runs at once, one torch thread each (default 1)")
     s.set_defaults(func=_guard(cmd_lr_sweep))
+
+    s = sub.add_parser("recall", help="multi-query associative recall: accuracy vs key-query distance per variant (cpu)")
+    s.add_argument("--variants", default=None, type=arg_type(Choices(*VARIANTS), keep_text=True),
+                   help="comma-separated (default: the C6 main variants, ALiBi and FoX)")
+    s.add_argument("--seeds", default=[0, 1, 2], type=arg_type(IntList(0, 2**31 - 1)), help="seeds (default 0,1,2)")
+    s.add_argument("--n-seqs", type=arg_type(Int(4, 100_000)), default=64, help="sequences per evaluation cell (default 64)")
+    s.set_defaults(func=_guard(cmd_recall))
 
     s = sub.add_parser("author-ab", help="the author's model points the cpu preset keeps out: A/B on learned-qk, 3 seeds (cpu)")
     s.add_argument("--workers", type=arg_type(Int(1, 64)), default=1, help="runs at once, one torch thread each (default 1)")

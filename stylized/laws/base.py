@@ -148,8 +148,9 @@ class StepLaw(ScoreChainHooks, ContextWindowHooks, AttentionSweepHooks, ValueTra
         ``xrng`` is used only by laws whose structured draw fixes the step in law rather than pathwise
         (the Haar-step flag: a Haar step maps ``x`` to ``||x||`` times a fresh uniform unit vector).
         """
-        xp = namespace_of(x)
-        return xp.einsum("...ba,...b->...a" if transpose else "...ab,...b->...a", step, x)
+        if transpose:  # xᵀM as a batched row-vector product: BLAS-backed, and the same sums as Mᵀx
+            return (x[..., None, :] @ step)[..., 0, :]
+        return (step @ x[..., None])[..., 0]
 
     # -- the theory: exact where the law knows it, estimated otherwise -------------------------
     def mean(self) -> np.ndarray:
