@@ -86,6 +86,12 @@ def author_ab_section(directory: Path) -> list[str]:
     return lines + [""]
 
 
+def _seeds(seeds) -> str:
+    if isinstance(seeds, dict):
+        return "; ".join(f"{v} {','.join(map(str, x))}" for v, x in seeds.items())
+    return str(seeds)
+
+
 def cpu_long_section(directory: Path, ratio_table) -> list[str]:
     """The cpu-long preset's comparison, and both presets' learned rows at equal absolute lengths."""
     path = directory / "transformer" / "runs" / "cpu-long" / "cpu-long_compare.json"
@@ -97,7 +103,7 @@ def cpu_long_section(directory: Path, ratio_table) -> list[str]:
     lines = ["### A longer context: the cpu-long preset", "",
              f"Command: `stylized transformer compare --preset cpu-long --variants rope,learned-qk,learned-qkv` "
              f"(results in `simulations/results/transformer/runs/cpu-long/`). L_train = {p['model']['block_size']}, "
-             f"{p.get('tokens_trained', 0):,} training tokens; seeds {p.get('seeds')}. PPL(L)/PPL(L_train), the author's "
+             f"{p.get('tokens_trained', 0):,} training tokens; seeds {_seeds(p.get('seeds'))}. PPL(L)/PPL(L_train), the author's "
              "metric:", ""]
     lines += ratio_table(r, "all") + [""]
     if short.exists():
