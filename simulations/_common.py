@@ -7,19 +7,21 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from stylized import InvalidInput
+from stylized.core.montecarlo import check_positive_int
 from stylized.core.options import Float, Int, Spec
 from stylized.harness.registry import Check, Option, add_validator
 from stylized.laws.families import FAMILY_NAMES, StepFamily, StepLaw, law_names, make_family
 from stylized.laws.registry import resolve_law
 
 __all__ = ["errorbar_rows", "LawChoice", "law_option", "law_at", "family_options", "family_from_params", "families_from_params", "validate_families",
-           "check_reference", "law_setting", "limits", "finite"]
+           "check_reference", "default_route_length", "joint_passes", "law_setting", "limits", "finite"]
 
 
 @dataclass(frozen=True)
@@ -232,6 +234,27 @@ def check_reference(law: StepLaw) -> None:
         _reference_length(law)
     except ValueError as e:
         raise ValueError(f"--family: {str(e).splitlines()[0]}") from None
+
+
+def default_route_length(params: dict, law: StepLaw, option: str, setting: str) -> int:
+    """The route length ``params[option]`` (an integer ≥ 1), else ``⌈3·W(0.01)⌉`` of ``law``: refused, naming the
+    option (``"--far-n: …"``) and the law by ``setting``, when it never mixes (γ = 0, W = ∞) or that default exceeds
+    10^5 steps (the route length is a size too: refused before allocating it)."""
+    if params[option] is not None:
+        return check_positive_int(option, params[option], 1)
+    flag = "--" + option.replace("_", "-")
+    W = law.mixing_window(0.01)
+    if not math.isfinite(W):
+        raise ValueError(f"{flag}: {setting} never mixes (γ = 0), so there is no default ⌈3·W(0.01)⌉; give {flag}")
+    if 3 * W > 10**5:
+        raise ValueError(f"{flag}: the default ⌈3·W(0.01)⌉ = {3 * W:.3g} for {setting} exceeds 10^5 (it mixes too "
+                         f"slowly); give {flag}, or a faster-mixing family parameter")
+    return int(math.ceil(3 * W))
+
+
+def joint_passes(j, lo: float, hi: float) -> bool:
+    """The joint interval ``j`` holds a closed-form theory (``lo = hi``) or meets an estimated one's interval."""
+    return bool(j.contains(lo)) if lo == hi else bool(j.ci_low <= hi and lo <= j.ci_high)
 
 
 def limits(check: Check) -> Check:

@@ -57,7 +57,16 @@ from stylized.laws.families import StepLaw
 from stylized.theory import score_laws as laws
 from stylized.theory.score_laws import HaarCoordinate, estimated_far_score_law, far_score_law
 
-from ._common import check_reference, family_from_params, family_options, law_option, law_setting, limits
+from ._common import (
+    check_reference,
+    default_route_length,
+    family_from_params,
+    family_options,
+    joint_passes,
+    law_option,
+    law_setting,
+    limits,
+)
 from ._score_law_mutants import scaled_law
 
 NAME = "haar-law"
@@ -76,17 +85,9 @@ def transport(family, n: int, size: int, seed, q: np.ndarray, k: np.ndarray, bac
 
 def _route_length(params: dict, fam) -> int:
     """The route length of ``fam``: ``--n``, else ``⌈3·W(0.01)⌉`` (refused, naming ``--n``, when the law never mixes
-    or that default exceeds 10^5 steps)."""
-    if params["n"] is not None:
-        return check_positive_int("n", params["n"], 1)  # n = 0 transports nothing: a constant score, no law
-    W = fam.mixing_window(0.01)
-    if not math.isfinite(W):
-        raise ValueError(f"--n: {law_setting(fam, params)} never mixes (γ = 0), so there is no default ⌈3·W(0.01)⌉; "
-                         "give --n")
-    if 3 * W > 10**5:  # the default route length is a size too: refuse before allocating it
-        raise ValueError(f"--n: the default ⌈3·W(0.01)⌉ = {3 * W:.3g} for {law_setting(fam, params)} exceeds 10^5 (it "
-                         "mixes too slowly); give --n, or a faster-mixing family parameter")
-    return int(math.ceil(3 * W))
+    or that default exceeds 10^5 steps; :func:`default_route_length`).  ``--n 0`` is refused: n = 0 transports
+    nothing, a constant score, no law."""
+    return default_route_length(params, fam, "n", law_setting(fam, params))
 
 
 def _entries(params: dict) -> list:
@@ -106,11 +107,6 @@ def _validate(params: dict) -> None:
 def _law_of(params: dict, entry) -> StepLaw:
     """The step law of one ``family`` entry: a law object as given, else built from its name and the options."""
     return entry if isinstance(entry, StepLaw) else family_from_params(params, entry)
-
-
-def _passes(j, lo: float, hi: float) -> bool:
-    """The joint interval ``j`` holds a closed-form theory (``lo = hi``) or meets an estimated one's interval."""
-    return bool(j.contains(lo)) if lo == hi else bool(j.ci_low <= hi and lo <= j.ci_high)
 
 
 def _family_part(fam, law, n, params, seed, backend, ts):
@@ -174,7 +170,7 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
     for r in rows:
         j = proportion_ci(r.pop("_hits"), r["n_samples"], level=1 - alpha)
         r["joint_ci"] = [j.ci_low, j.ci_high]
-        r["within_joint_ci"] = _passes(j, *r.pop("_theory_ci"))
+        r["within_joint_ci"] = joint_passes(j, *r.pop("_theory_ci"))
         r["bound_holds"] = None if r["bound"] is None else bool(j.ci_low <= r["bound"])
     for p in parts:
         p["ks_ok"] = p["ks_pvalue"] is None or p["ks_pvalue"] >= alpha

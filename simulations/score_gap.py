@@ -64,7 +64,16 @@ from stylized.laws.families import StepLaw
 from stylized.theory import score_laws as laws
 from stylized.theory.score_laws import estimated_far_score_law, far_score_law, max_mgf_bound
 
-from ._common import check_reference, family_options, law_at, law_option, law_setting, limits
+from ._common import (
+    check_reference,
+    default_route_length,
+    family_options,
+    joint_passes,
+    law_at,
+    law_option,
+    law_setting,
+    limits,
+)
 from ._score_law_mutants import ScaledLaw, scaled_law
 
 NAME = "score-gap"
@@ -95,17 +104,9 @@ def _kind(*kinds: str) -> str:
 
 
 def _far_n(params: dict, fam) -> int:
-    """The route length of the nearest far key: ``--far-n``, else ``⌈3·W(0.01)⌉`` of ``fam`` (at most 10^5)."""
-    if params["far_n"] is not None:
-        return check_positive_int("far_n", params["far_n"], 1)
-    W = fam.mixing_window(0.01)
-    if not math.isfinite(W):
-        raise ValueError(f"--far-n: {law_setting(fam, params)}, d={fam.d} never mixes (γ = 0), so there is no default "
-                         "⌈3·W(0.01)⌉; give --far-n")
-    if 3 * W > 10**5:  # the default route length is a size too: refuse before allocating it
-        raise ValueError(f"--far-n: the default ⌈3·W(0.01)⌉ = {3 * W:.3g} for {law_setting(fam, params)}, d={fam.d} "
-                         "exceeds 10^5 (it mixes too slowly); give --far-n, or a faster-mixing family parameter")
-    return int(math.ceil(3 * W))
+    """The route length of the nearest far key: ``--far-n``, else ``⌈3·W(0.01)⌉`` of ``fam`` (at most 10^5;
+    :func:`default_route_length`)."""
+    return default_route_length(params, fam, "far_n", f"{law_setting(fam, params)}, d={fam.d}")
 
 
 def _plan(params: dict) -> list[tuple]:
@@ -143,11 +144,6 @@ def _context_stats(fam, params, far_n, nt, ts, Ms, band, lam, c_near, seed, back
         pmax = np.maximum.accumulate(far, axis=1)[:, np.array(Ms) - 1]
         gaps[s0 : s0 + m] = lam * (s[:, nt, None] - pmax)
     return frac, weight, gaps
-
-
-def _passes(j, lo: float, hi: float) -> bool:
-    """The joint interval ``j`` holds a closed-form theory (``lo = hi``) or meets an estimated one's interval."""
-    return bool(j.contains(lo)) if lo == hi else bool(j.ci_low <= hi and lo <= j.ci_high)
 
 
 def _family_rows(fam, law, q, far_n, params, ts, Ms, ns, lam, nt, t_near, seed, backend):
@@ -223,7 +219,7 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
         j = mean_ci(r.pop("_x"), level=level)
         r["joint_ci"] = [j.ci_low, j.ci_high]
         lo, hi = r.pop("_ci", (r["theory"], r["theory"]))
-        r["within_joint_ci"] = None if r["theory"] is None else _passes(j, lo, hi)
+        r["within_joint_ci"] = None if r["theory"] is None else joint_passes(j, lo, hi)
         if r["kind"] == "tail":
             r["bound_holds"] = None if r["bound"] is None else bool(j.ci_low <= r["bound"])
         elif r["kind"] == "gap":

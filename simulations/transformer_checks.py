@@ -222,10 +222,9 @@ def _c6_section(directory: Path) -> list[str]:
 
 
 def _lr_sweep_section(directory: Path) -> list[str]:
-    path = directory / "transformer" / "cpu_lr_sweep.json"
-    if not path.exists():
+    r = sections.load_result(directory, "cpu_lr_sweep.json")
+    if r is None:
         return []
-    r = json.loads(path.read_text())
     lines = ["### The learned tables' learning-rate budget (cpu preset)", "",
              f"Command: `stylized transformer lr-sweep`. Rule (fixed before extrapolation was looked at): {r['rule']}. "
              f"Chosen: **×{fmt(r['chosen'])}** (author's budget Σ lr ≈ {r['author_budget']}).", "",
@@ -328,6 +327,14 @@ def _plot_c6(result: dict | None, directory: Path) -> list[Path]:
         from simulations.transformer.recall_report import plot_recall
 
         out.append(plot_recall(recall, Path(directory) / "transformer_recall.png"))
+    forecast = recall.with_name("recall_forecast.json")
+    if recall.exists() and forecast.exists():
+        from simulations.transformer.recall_forecast_report import plot_forecast, plot_skill
+
+        bridge = recall.with_name("bridge_cpu.json")
+        out.append(plot_forecast(forecast, recall, Path(directory) / "transformer_recall_forecast.png"))
+        out.append(plot_skill(json.loads(forecast.read_text()), json.loads(bridge.read_text()) if bridge.exists()
+                              else None, Path(directory) / "transformer_forecast_skill.png"))
     return out
 
 

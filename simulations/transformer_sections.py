@@ -19,6 +19,12 @@ TIED_UP_TO = 16_384
 SPLIT_FROM = 32_768
 
 
+
+def load_result(directory: Path, *parts: str) -> dict | None:
+    """The committed JSON result at ``directory/transformer/<parts>``, or ``None`` where it was never run."""
+    path = directory.joinpath("transformer", *parts)
+    return json.loads(path.read_text()) if path.exists() else None
+
 def _regime(tokens: int) -> str:
     if tokens <= TIED_UP_TO:
         return "the paper's tied regime (≤ 16K tokens)"
@@ -42,10 +48,9 @@ def regime_lines(result: dict) -> list[str]:
 
 
 def lr_robustness_section(directory: Path) -> list[str]:
-    path = directory / "transformer" / "cpu_lr_robustness.json"
-    if not path.exists():
+    r = load_result(directory, "cpu_lr_robustness.json")
+    if r is None:
         return []
-    r = json.loads(path.read_text())
     lines = [f"### {r['row']} against the tables' learning-rate multiplier (cpu preset)", "",
              f"Command: `stylized transformer lr-robustness`. Seeds {', '.join(map(str, r['seeds']))} per multiplier; "
              f"{r['rule']}. Δ = mean log-ratio of learned-qk − learned-qkv (> 0 is the paper's side); the chosen "
@@ -62,10 +67,9 @@ def lr_robustness_section(directory: Path) -> list[str]:
 
 
 def author_ab_section(directory: Path) -> list[str]:
-    path = directory / "transformer" / "cpu_author_ab.json"
-    if not path.exists():
+    r = load_result(directory, "cpu_author_ab.json")
+    if r is None:
         return []
-    r = json.loads(path.read_text())
     lines = ["### The author's model points the cpu preset keeps out: A/B", "",
              f"Command: `stylized transformer author-ab`. {r['variant']}, seeds {', '.join(map(str, r['seeds']))}, "
              "cpu preset, one point changed at a time against a baseline retrained on the same host; Δ = mean(author's "
@@ -125,12 +129,11 @@ def cpu_long_section(directory: Path, ratio_table) -> list[str]:
 
 def recall_section(directory: Path) -> list[str]:
     """Multi-query associative recall: accuracy against the key → query distance per variant."""
-    path = directory / "transformer" / "recall_cpu.json"
-    if not path.exists():
+    data = load_result(directory, "recall_cpu.json")
+    if data is None:
         return []
     from simulations.transformer.recall_report import N_PAIRS, horizon, table
 
-    data = json.loads(path.read_text())
     tab = table(data)
     ds = sorted({d for t in tab.values() for d in t["cells"]})
     lines = ["### Multi-query associative recall (cpu)", "",
@@ -156,4 +159,10 @@ def recall_section(directory: Path) -> list[str]:
         h = horizon(t["cells"])
         lines.append(row(v, ",".join(map(str, sorted(t["seeds"]))), fmt(t["one_x"], 3), *cells,
                          "none ≤ " + f"{ds[-1]:,}" if h is None else f"{h:,}"))
-    return lines + [""]
+    lines.append("")
+    fc = load_result(directory, "recall_forecast.json")
+    if fc is not None and fc.get("verdict", {}).get("variants"):
+        from simulations.transformer.recall_forecast_report import forecast_section
+
+        lines += forecast_section(fc)
+    return lines

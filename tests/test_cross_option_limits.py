@@ -14,6 +14,7 @@ import re
 import pytest
 
 import stylized
+import stylized.harness.api  # noqa: F401  (monkeypatched below; not loaded by a bare `import stylized`)
 from stylized import InvalidInput
 from stylized.cli import app as cli
 from stylized.harness.registry import get_check

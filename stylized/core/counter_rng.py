@@ -46,7 +46,7 @@ from numba.extending import intrinsic
 
 __all__ = ["as_generator", "chunked_generators", "GOLDEN", "mix64", "mix64_np", "draw", "draw_np", "zero_based_key", "box_muller", "box_muller_np",
            "unit_from_high_np", "normals", "unit_open", "unit_from_high", "unit_from_low", "log_unit", "sincos",
-           "stream_keys", "splitmix64_reference"]
+           "stream_keys", "splitmix64_reference", "reference_seed"]
 
 GOLDEN = 0x9E3779B97F4A7C15  # SplitMix64's increment (2⁶⁴/φ)
 _M64 = (1 << 64) - 1
@@ -249,3 +249,11 @@ def normals(key: int, n: int) -> np.ndarray:
     out = np.empty(int(n))
     _normals(np.uint64(int(key) % 2**64), out)
     return out
+
+
+def reference_seed(tag: str, *child: int) -> np.random.SeedSequence:
+    """The own seed of a theory reference (an estimated ``E[M]``, a reference rule): ``SeedSequence(0x5EED)`` keyed
+    by the four-letter ``tag`` (and ``child``), never a check's stream.  A fresh object per call, so no result
+    depends on how many references were drawn before it in the process."""
+    key = int.from_bytes(tag.encode("ascii").ljust(4, b"\0")[:4], "big")
+    return np.random.SeedSequence(0x5EED, spawn_key=(key, *map(int, child)))

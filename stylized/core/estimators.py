@@ -23,7 +23,8 @@ from scipy import stats
 
 from .options import arg_int
 
-__all__ = ["Estimate", "mean_ci", "mean_ci_from_moments", "proportion_ci", "bonferroni_level", "rounding_tolerance"]
+__all__ = ["Estimate", "mean_ci", "mean_ci_from_moments", "proportion_ci", "bonferroni_level", "rounding_tolerance",
+           "t_half_width"]
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,14 @@ def bonferroni_level(level: float, m: int) -> float:
     m = arg_int("m", m, 1)
     _check_level(level)
     return 1.0 - (1.0 - level) / max(1, int(m))
+
+
+def t_half_width(values, axis=None, level: float = 0.95):
+    """Student-t half-width ``t_{(1+level)/2, B−1} · sd/√B`` of the mean of ``B`` batch values along ``axis``
+    (``None``: all of them): the radius of a theory computed on ``B`` batch estimates."""
+    v = np.asarray(values, dtype=float)
+    b = v.size if axis is None else v.shape[axis]
+    return stats.t.ppf(0.5 + level / 2, b - 1) * v.std(axis=axis, ddof=1) / math.sqrt(b)
 
 
 def rounding_tolerance(value: float, n_terms: int, ulps: float = 4.0) -> float:

@@ -43,6 +43,7 @@ from ..laws.families import as_generator, uniform_sphere
 from ..theory.bounds import alibi_far_mass_bound, far_mass_lower_bound, horizon_prediction, lambda_required  # noqa: F401
 from ..theory.growth import GrowthModel  # noqa: F401  (re-exported: the model's parameters live with its theory)
 from ..theory.score_laws import haar_mgf  # noqa: F401  (re-exported: closed forms live in stylized.theory)
+from . import lse as _lse
 from .kernels import beta_step_nb
 from .lse import (  # noqa: F401  (re-exported: the streaming pieces lived here before)
     _XP_ELEMS,
@@ -65,16 +66,9 @@ from .lse import cum_lse as _cum_lse
 from .sampling import equal_energy_query, haar_coordinates, sample_overlaps
 from .transport import beta_step, transported_queries
 
+_LSE_REEXPORTED = tuple(n for n in _lse.__all__ if n not in ("lse_push", "lse_rows", "cum_lse", "softmax_rows"))
 __all__ = [
-    "counter_uniforms",
-    "stream_lse",
-    "lse",
-    "far_mass_split",
-    "streamed_far_mass",
-    "streamed_far_masses",
-    "extreme_far_mass",
-    "adversarial_search",
-    "lse_rounding_tol",
+    *_LSE_REEXPORTED,
     "haar_mgf",
     "horizon_prediction",
     "alibi_far_mass_bound",
@@ -86,7 +80,6 @@ __all__ = [
     "horizon_trials",
     "contraction_queries_numpy",
     "contraction_queries_numba",
-    "bench_rows",
     "far_mass_lower_bound",
     "lambda_required",
 ]

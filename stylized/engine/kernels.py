@@ -393,7 +393,7 @@ def so2_context_sampled(family, L: int, size: int, seed: int | np.random.SeedSeq
     >>> near.shape, far.shape, bool(np.allclose(near[:, 0], 1.0))
     ((3, 5), (3,), True)
     """
-    omegas = getattr(family, "omegas", None) if family.planes else None  # uniform angles declare ω_b
+    omegas = family.omegas  # uniform angles declare ω_b
     if omegas is None:
         raise ValueError(f"family must be a uniform-angle SO(2) family (so2-uniform, rope-random), got {family.name!r}")
     q = np.asarray(q, dtype=float)

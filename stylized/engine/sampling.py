@@ -138,11 +138,13 @@ def sample_far_route(family: StepFamily, n: int, size: int, random_state=None, q
     >>> sample_far_route(make_family("haar", d=4), n=10, size=3, random_state=0).shape
     (3, 4)
     """
-    if not hasattr(family, "p") or family.step_ndim != 0:
-        raise ValueError(f"family must be haar or lazy-haar for the exact far-route law, got {family.name!r}")
+    p = family.haar_step_probability
+    if p is None:
+        raise ValueError(f"family must declare haar_step_probability (haar, lazy-haar) for the exact far-route law, "
+                         f"got {family.name!r}")
     rng = as_generator(random_state)
     q = equal_energy_query(family.d) if q is None else np.asarray(q, dtype=float)
-    hit = rng.random(size) < 1.0 - (1.0 - family.p) ** int(n)
+    hit = rng.random(size) < 1.0 - (1.0 - p) ** int(n)
     return np.where(hit[:, None], np.linalg.norm(q) * uniform_sphere(rng, (size,), family.d), q)
 
 

@@ -37,6 +37,7 @@ from scipy import special
 
 from ..core.backend import array_namespace, namespace_of, to_numpy, xp_generator
 from ..core.estimators import Estimate, proportion_ci
+from ..laws.check_hooks import stride_grid_sums
 from ..laws.families import Householder, StepFamily, as_generator
 from ..theory.score_laws import haar_expected_max, haar_mgf, uniform_phase_mgf
 from .context_sweep import (  # noqa: F401  (re-exported: the sweep's home is context_sweep)
@@ -190,22 +191,7 @@ def householder_window_sums_numpy(w, q, stride: int, nmax: int) -> tuple:
     ``i − n ≥ 0``.  Returns ``sums`` ``(..., nmax+1)`` in the namespace of ``w`` and ``counts``
     ``(nmax+1,)`` (host NumPy, the same for every context).
     """
-    xp = namespace_of(w)
-    L, d = w.shape[-2:]
-    q = xp.asarray(q)
-    pos = np.arange(L - 1, -1, -stride)
-    posx = xp.asarray(pos)
-    sums = xp.zeros(w.shape[:-2] + (nmax + 1,))
-    counts = np.zeros(nmax + 1)
-    U = xp.broadcast_to(q, w.shape[:-2] + (pos.size, d)).copy()
-    for n in range(nmax + 1):
-        live = int(np.count_nonzero(pos - n >= 0))  # the grid descends: the live queries come first
-        if not live:
-            break
-        sums[..., n] = (U[..., :live, :] @ q).sum(axis=-1)
-        counts[n] = live
-        U = beta_step(U, xp.take(w, xp.maximum(posx - n, 0), axis=-2))  # M_{i−n} extends the route to n+1
-    return sums, counts
+    return stride_grid_sums(lambda wn, U: beta_step(U, wn), w, to_numpy(q), nmax, stride, w.ndim - 2, w.shape[-1])
 
 
 @numba.njit(cache=True)

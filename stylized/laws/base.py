@@ -47,7 +47,6 @@ True
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -57,7 +56,8 @@ import numpy as np
 
 from ..core._broadcast import check
 from ..core.backend import namespace_of
-from ..core.counter_rng import as_generator
+from ..core.counter_rng import as_generator, reference_seed
+from ..core.estimators import t_half_width
 from .check_hooks import AttentionSweepHooks, ContextWindowHooks, OverlapLawHooks, ScoreChainHooks, ValueTransportHooks
 
 __all__ = ["StepLaw", "MeanEstimate", "MEAN_SAMPLES", "law_label", "check_dimension"]
@@ -66,8 +66,6 @@ MEAN_SAMPLES = 20_000
 """Draws behind an estimated ``E[M]`` (:meth:`StepLaw.estimated_mean`)."""
 
 _MEAN_BATCHES = 50
-_T_975 = {49: 2.009575234489209}  # Student t, 97.5% quantile, 49 degrees of freedom
-_MEAN_SEED = np.random.SeedSequence(0x5EED, spawn_key=(0x6D65616E,))  # its own stream: never a check's
 
 
 @dataclass(frozen=True)
@@ -121,6 +119,17 @@ class StepLaw(ScoreChainHooks, ContextWindowHooks, AttentionSweepHooks, ValueTra
     # -- markov-tokens: steps independent along the step axis (False: a chain, E[P_n] ≠ E[M]ⁿ; see markov_tokens) --
     iid: ClassVar[bool] = True
 
+    # -- declared structure that exact samplers and kernels ask for (None: the law has none) ----------
+    @property
+    def omegas(self) -> np.ndarray | None:
+        """Half-widths ``ω_b`` of i.i.d. uniform SO(2) plane angles ``θ_b ~ U(−ω_b, ω_b)`` (fused counter kernel)."""
+        return None
+
+    @property
+    def haar_step_probability(self) -> float | None:
+        """``p`` when each step is a Haar(O(d)) matrix with probability ``p`` and ``I`` otherwise (exact far route)."""
+        return None
+
     # -- identity ---------------------------------------------------------------------------
     @property
     def name(self) -> str:
@@ -165,7 +174,7 @@ class StepLaw(ScoreChainHooks, ContextWindowHooks, AttentionSweepHooks, ValueTra
     @cached_property
     def estimated_mean(self) -> MeanEstimate:
         """``E[M]`` from :data:`MEAN_SAMPLES` draws of the law's own stream, with a 95% radius (cached)."""
-        rng = np.random.default_rng(_MEAN_SEED)
+        rng = np.random.default_rng(reference_seed("mean"))
         n_b = MEAN_SAMPLES // _MEAN_BATCHES
         eye = np.eye(self.d)
         batch_means = np.empty((_MEAN_BATCHES, self.d, self.d))
@@ -177,10 +186,10 @@ class StepLaw(ScoreChainHooks, ContextWindowHooks, AttentionSweepHooks, ValueTra
                 batch_means[b] = self.apply(steps[:, None], np.broadcast_to(eye, (n_b, self.d, self.d))).mean(0).T
         if self.isotropic:  # E[M] = c·I is declared: estimate the scalar c = tr E[M]/d
             c = np.trace(batch_means, axis1=1, axis2=2) / self.d
-            radius = float(_T_975[_MEAN_BATCHES - 1] * c.std(ddof=1) / math.sqrt(_MEAN_BATCHES))
+            radius = float(t_half_width(c))
             return MeanEstimate(float(c.mean()) * eye, radius, n_b * _MEAN_BATCHES, _MEAN_BATCHES)
         value = batch_means.mean(0)
-        g = np.random.default_rng(_MEAN_SEED.spawn(1)[0]).standard_normal((400, _MEAN_BATCHES))
+        g = np.random.default_rng(reference_seed("mean", 0)).standard_normal((400, _MEAN_BATCHES))
         err = np.einsum("rb,bij->rij", g, batch_means - value) / _MEAN_BATCHES
         radius = float(np.quantile(np.linalg.norm(err, ord=2, axis=(1, 2)), 0.95))
         return MeanEstimate(value, radius, n_b * _MEAN_BATCHES, _MEAN_BATCHES)

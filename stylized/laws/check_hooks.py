@@ -19,7 +19,34 @@ import numpy as np
 from ..core.backend import namespace_of
 from ..core.counter_rng import as_generator
 
-__all__ = ["ScoreChainHooks", "ContextWindowHooks", "AttentionSweepHooks", "ValueTransportHooks", "OverlapLawHooks"]
+__all__ = ["ScoreChainHooks", "ContextWindowHooks", "AttentionSweepHooks", "ValueTransportHooks", "OverlapLawHooks",
+           "stride_grid_sums"]
+
+
+def stride_grid_sums(step_back, steps, q, nmax: int, stride: int, ax: int, d: int):
+    """``Σ_i qᵀ P_{i−n→i} q`` and the number of queries ``i = L−1, L−1−stride, …`` with ``i ≥ n``, ``n = 0 … nmax``.
+
+    ``steps`` by position along axis ``ax`` (leading axes: independent contexts); ``step_back(step, U)`` is
+    ``M_{i−n}ᵀ U`` for the steps ``step`` gathered at ``i − n``: the walk ``u_{n+1} = M_{i−n}ᵀ u_n`` from
+    ``u_0 = q``, all queries at once.  Returns ``sums`` ``(..., nmax+1)`` in the namespace of ``steps`` and
+    ``counts`` ``(nmax+1,)`` (host NumPy, the same for every context).
+    """
+    xp = namespace_of(steps)
+    L = steps.shape[ax]
+    qx = xp.asarray(np.asarray(q, dtype=float))
+    pos = np.arange(L - 1, -1, -stride)
+    posx = xp.asarray(pos)
+    sums = xp.zeros(steps.shape[:ax] + (nmax + 1,))
+    counts = np.zeros(nmax + 1)
+    U = xp.broadcast_to(qx, steps.shape[:ax] + (pos.size, d)).copy()
+    for n in range(nmax + 1):
+        live = int(np.count_nonzero(pos - n >= 0))  # the grid descends: the live queries come first
+        if not live:
+            break
+        sums[..., n] = (U[..., :live, :] @ qx).sum(axis=-1)
+        counts[n] = live
+        U = step_back(xp.take(steps, xp.maximum(posx - n, 0), axis=ax), U)  # M_{i−n} extends the route to n+1
+    return sums, counts
 
 
 class ScoreChainHooks:
@@ -101,20 +128,8 @@ class ContextWindowHooks:
         L = steps.shape[ax]
         if not 0 <= nmax <= L - 1:
             raise ValueError(f"nmax must lie in [0, L − 1] = [0, {L - 1}], got {nmax}")
-        qx = xp.asarray(np.asarray(q, dtype=float))
-        pos = np.arange(L - 1, -1, -stride)
-        posx = xp.asarray(pos)
-        sums = xp.zeros(steps.shape[:ax] + (nmax + 1,))
-        counts = np.zeros(nmax + 1)
-        U = xp.broadcast_to(qx, steps.shape[:ax] + (pos.size, self.d)).copy()
-        for n in range(nmax + 1):
-            live = int(np.count_nonzero(pos - n >= 0))  # the grid descends: the live queries come first
-            if not live:
-                break
-            sums[..., n] = (U[..., :live, :] @ qx).sum(axis=-1)
-            counts[n] = live
-            step = xp.take(steps, xp.maximum(posx - n, 0), axis=ax)  # M_{i−n} extends the route to n+1
-            U = self.apply(step, U, transpose=True, xrng=xrng)
+        sums, counts = stride_grid_sums(lambda step, U: self.apply(step, U, transpose=True, xrng=xrng),
+                                        steps, q, nmax, stride, ax, self.d)
         return sums / xp.asarray(counts)
 
 

@@ -161,6 +161,10 @@ class LazyHaar(_ScalarMean):
     def __post_init__(self):
         validate_family_args("lazy-haar", self.d, p=self.p)
 
+    @property
+    def haar_step_probability(self) -> float:
+        return float(self.p)
+
     step_ndim: ClassVar[int] = 0
     pathwise: ClassVar[bool] = False
 

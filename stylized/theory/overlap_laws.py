@@ -41,6 +41,9 @@ from functools import lru_cache
 import numpy as np
 from scipy import signal, special, stats
 
+from ..core.counter_rng import reference_seed
+from ..core.estimators import t_half_width
+
 __all__ = ["H_DEFAULT", "IH_MAX", "REFERENCE_SAMPLES", "REFERENCE_BATCHES", "OverlapRule", "irwin_hall_cdf",
            "wrapped_uniform_sum_cdf", "phase_series_cdf", "plane_phase_law", "haar_bins", "uniform_phase_law",
            "far_overlap_law", "reference_draws", "estimated_rule", "rule_radius"]
@@ -52,8 +55,6 @@ REFERENCE_SAMPLES = 4000
 """Reference draws of ``s_n`` behind an estimated rule."""
 REFERENCE_BATCHES = 20
 """Batches of those draws: the theory on each batch, their spread its radius."""
-_T_975 = {19: 2.093024054408263}  # Student t, 97.5% quantile, 19 degrees of freedom
-_REFERENCE_SEED = np.random.SeedSequence(0x5EED, spawn_key=(0x70617373,))  # its own stream: never a check's
 
 
 @dataclass(frozen=True)
@@ -198,7 +199,7 @@ def reference_draws(law, q: np.ndarray, ns, R: int = REFERENCE_SAMPLES) -> np.nd
 
 
 def _reference_draws(law, ns: tuple, q: tuple, R: int) -> np.ndarray:
-    rng = np.random.default_rng(_REFERENCE_SEED)
+    rng = np.random.default_rng(reference_seed("pass"))
     return np.asarray(law.walk_scores(list(ns), R, rng, np, np.asarray(q)), dtype=float)
 
 
@@ -222,4 +223,4 @@ def rule_radius(rule: OverlapRule, theory) -> float:
     if not rule.estimated:
         return 0.0
     v = np.array([float(theory(p, w)) for p, w in rule.batches])
-    return float(_T_975.get(v.size - 1, stats.t.ppf(0.975, v.size - 1)) * v.std(ddof=1) / math.sqrt(v.size))
+    return float(t_half_width(v))

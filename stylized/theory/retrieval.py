@@ -93,7 +93,7 @@ def _control(control) -> RetrievalControl:
 
 def _per_plane(family: StepFamily) -> bool:
     """Whether ``qᵀE[P_n]q = Σ_b |q_b|² Re χ_bⁿ``: commuting planes with i.i.d. steps."""
-    return bool(family.planes and getattr(family, "iid", True))
+    return bool(family.planes and family.iid)
 
 
 # ---------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
+from ..core.counter_rng import reference_seed
 from ..core.estimators import mean_ci, proportion_ci
 from .bounds import mixing_window
 
@@ -44,7 +45,6 @@ MAX_REFERENCE_STEPS = 10_000
 """Longest reference route drawn (a law mixing slower is refused: give it a closed form)."""
 
 _LEVEL = 0.95
-_REF_SEED = np.random.SeedSequence(0x5EED, spawn_key=(0x72656600,))  # its own stream: never a check's
 _CACHE: dict = {}
 
 
@@ -151,7 +151,7 @@ def estimated_far_score_law(law, q, k, *, n: int | None = None, size: int = REFE
         key, hit = None, None
     if hit is not None:
         return hit
-    s = np.asarray(law.walk_scores([n], int(size), np.random.default_rng(_REF_SEED), np, q, k), dtype=float)[:, 0]
+    s = np.asarray(law.walk_scores([n], int(size), np.random.default_rng(reference_seed("ref")), np, q, k), dtype=float)[:, 0]
     support = float(np.linalg.norm(q) * np.linalg.norm(k))
     if not np.all(np.isfinite(s)) or np.any(np.abs(s) > support * (1 + 1e-9) + 1e-12):
         raise ValueError(f"family {law.name}: transported scores leave [−|q||k|, |q||k|] (the law expands): the "

@@ -52,7 +52,7 @@ __all__ = [
 
 def _iid(family: StepFamily) -> bool:
     """Whether the steps are i.i.d. (a law with dependent steps, e.g. a Markov token chain, declares ``iid = False``)."""
-    return bool(getattr(family, "iid", True))
+    return bool(family.iid)
 
 
 def _law(family) -> StepFamily:

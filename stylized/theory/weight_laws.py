@@ -36,6 +36,8 @@ import numpy as np
 from scipy import special
 
 from ..core._broadcast import broadcasting, check, check_instance, check_shapes
+from ..core.counter_rng import reference_seed
+from ..core.estimators import t_half_width
 from ..laws.families import StepFamily
 from .score_laws import haar_mgf, jacobi_nodes
 
@@ -47,8 +49,6 @@ OVERLAP_SAMPLES = 20_000
 """Draws of the one-step overlap law behind an estimated transition operator (:class:`IsotropicChain`)."""
 OVERLAP_BATCHES = 10
 """Batches of those draws: one estimated operator each, their spread the estimate's radius."""
-_OVERLAP_SEED = np.random.SeedSequence(0x5EED, spawn_key=(0x6F766C70,))  # its own stream: never a check's
-_T_975 = {9: 2.2621571627409915}  # Student t, 97.5% quantile, 9 degrees of freedom
 
 
 # ---------------------------------------------------------------------------------------
@@ -285,7 +285,7 @@ _transition_cached = lru_cache(maxsize=32)(_transition_of)
 def _estimated_transitions(family: StepFamily, n_nodes: int) -> np.ndarray:
     """:data:`OVERLAP_BATCHES` estimates ``K_b[i] = mean_k ℓ(t_i a_k + √(1−t_i²) b_k)`` over batches of draws
     ``(a, b) = (M₁₁, M₂₁)`` from the law's own stream (chunks of at most about 2²² step elements)."""
-    rng = np.random.default_rng(_OVERLAP_SEED)
+    rng = np.random.default_rng(reference_seed("ovlp"))
     per = max(1, (1 << 22) // max(1, family.d) ** max(1, family.step_ndim))
     a, b, got = np.empty(OVERLAP_SAMPLES), np.empty(OVERLAP_SAMPLES), 0
     while got < OVERLAP_SAMPLES:
@@ -310,7 +310,7 @@ def estimate_radius(values) -> np.ndarray:
     """The 95% radius of a theory built on an estimated operator, from its values on the
     :data:`OVERLAP_BATCHES` batch estimates (Student ``t``: ``t_{0.975} · sd/√B``; the values ``(B, ...)``)."""
     v = np.asarray(values, dtype=float)
-    return _T_975[v.shape[0] - 1] * v.std(axis=0, ddof=1) / math.sqrt(v.shape[0])
+    return t_half_width(v, axis=0)
 
 
 def haar_transition(d: int, p: float, t: np.ndarray, basis, n_quad: int) -> np.ndarray:
