@@ -132,6 +132,38 @@ def cmd_recall(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_recall_forecast(args: argparse.Namespace) -> int:
+    """Forecast each recall checkpoint's horizon from its own step law; judge it against the two null forecasts."""
+    import json
+
+    from stylized.harness.results import figures_dir
+
+    from .fileio import check_dir
+    from .recall_forecast_report import plot_forecast, plot_skill
+    from .recall_forecast_run import FORECAST_PATH, run_forecasts
+    from .recall_sweep import RESULTS_PATH, VARIANTS_RECALL
+
+    if not RESULTS_PATH.exists():
+        raise InvalidInput(f"recall-forecast: no recall measurement at {RESULTS_PATH}: run `stylized transformer "
+                           "recall` first")
+    check_dir(FORECAST_PATH.parent, "results")
+    check_dir(figures_dir(), "figures/")
+    variants = args.variants.split(",") if args.variants else list(VARIANTS_RECALL)
+    res = run_forecasts(variants, args.seeds, args.trials)
+    v = res["verdict"]
+    bridge = FORECAST_PATH.with_name("bridge_cpu.json")
+    figs = [plot_forecast(FORECAST_PATH, RESULTS_PATH, figures_dir() / "transformer_recall_forecast.png"),
+            plot_skill(res, json.loads(bridge.read_text()) if bridge.exists() else None,
+                       figures_dir() / "transformer_forecast_skill.png")]
+    for r in v["variants"]:
+        print(f"  {r['variant']}: measured {r['measured_horizon']}, forecast "
+              + ", ".join(f"{x} {r[x]['horizon']}" for x in ("unigram", "markov", "task")))
+    print(f"kept {v['kept']}: {v['n_holding']}/{v['n_variants']} within x2; mean |ln error| {v['mae_ln_horizon']}; "
+          f"beats both nulls: {v['beats_both_nulls']}")
+    print(f"wrote {FORECAST_PATH}, " + ", ".join(map(str, figs)))
+    return 0
+
+
 def cmd_author_ab(args: argparse.Namespace) -> int:
     """Each of the author's model points the cpu preset does not take, A/B on learned-qk at 3 seeds."""
     from .author_ab import ab_table, missing, run_one, summary_lines, trains, write_ab
@@ -298,6 +330,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     s.add_argument("--seeds", default=[0, 1, 2], type=arg_type(IntList(0, 2**31 - 1)), help="seeds (default 0,1,2)")
     s.add_argument("--n-seqs", type=arg_type(Int(4, 100_000)), default=64, help="sequences per evaluation cell (default 64)")
     s.set_defaults(func=_guard(cmd_recall))
+
+    s = sub.add_parser("recall-forecast", help="forecast each recall checkpoint's horizon from its own step law (cpu)")
+    s.add_argument("--variants", default=None, type=arg_type(Choices(*VARIANTS), keep_text=True),
+                   help="comma-separated (default: those of `recall`)")
+    s.add_argument("--seeds", default=[0, 1, 2], type=arg_type(IntList(0, 2**31 - 1)), help="seeds (default 0,1,2)")
+    s.add_argument("--trials", type=arg_type(Int(16, 100_000)), default=256,
+                   help="stylized contexts per distance (default 256)")
+    s.set_defaults(func=_guard(cmd_recall_forecast))
 
     s = sub.add_parser("author-ab", help="the author's model points the cpu preset keeps out: A/B on learned-qk, 3 seeds (cpu)")
     s.add_argument("--workers", type=arg_type(Int(1, 64)), default=1, help="runs at once, one torch thread each (default 1)")
