@@ -278,6 +278,11 @@ def _bridge_section(directory: Path) -> list[str]:
             lines += ["", *str(render(r)).strip("\n").splitlines(), ""] if render else _bridge_markdown_fallback(r, path)
         except (KeyError, TypeError, ValueError):  # a result saved before the bridge's current format
             lines += _bridge_markdown_fallback(r, path)
+    chi = sections.load_result(directory, "chi_markov.json")
+    if chi is not None:
+        from simulations.transformer.chi_markov import chi_markov_section
+
+        lines += chi_markov_section(chi)
     return lines
 
 

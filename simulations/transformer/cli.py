@@ -164,6 +164,27 @@ def cmd_recall_forecast(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_chi_markov(args: argparse.Namespace) -> int:
+    """Unigram or Markov χ_b as the forecast of each learned table's decorrelation on held-out text."""
+    import json
+
+    from stylized.harness.results import atomic_write_text, to_jsonable
+
+    from .chi_markov import run_chi_markov
+    from .fileio import check_dir
+    from .train import results_root
+
+    out = results_root() / "chi_markov.json"
+    check_dir(out.parent, "results")
+    res = run_chi_markov(results_root())
+    if not res["rows"]:
+        raise InvalidInput("chi-markov: no learned-table checkpoint on disk (train the cpu-long or author-ab runs first)")
+    atomic_write_text(out, json.dumps(to_jsonable(res), indent=1) + "\n")
+    print(f"kept {res['kept']}: pooled error {res['pooled_error']}; Markov better in {res['n_markov_better']}/{res['n']} "
+          f"layers; wrote {out}")
+    return 0
+
+
 def cmd_author_ab(args: argparse.Namespace) -> int:
     """Each of the author's model points the cpu preset does not take, A/B on learned-qk at 3 seeds."""
     from .author_ab import ab_table, missing, run_one, summary_lines, trains, write_ab
@@ -338,6 +359,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     s.add_argument("--trials", type=arg_type(Int(16, 100_000)), default=256,
                    help="stylized contexts per distance (default 256)")
     s.set_defaults(func=_guard(cmd_recall_forecast))
+
+    s = sub.add_parser("chi-markov", help="unigram or Markov chi_b: which forecasts a learned table's decorrelation (cpu)")
+    s.set_defaults(func=_guard(cmd_chi_markov))
 
     s = sub.add_parser("author-ab", help="the author's model points the cpu preset keeps out: A/B on learned-qk, 3 seeds (cpu)")
     s.add_argument("--workers", type=arg_type(Int(1, 64)), default=1, help="runs at once, one torch thread each (default 1)")
