@@ -33,8 +33,6 @@ FAMILY_ARG_RANGES: dict[str, str] = {
 }
 """Allowed range of every step-family argument (what :func:`validate_family_args` enforces)."""
 
-_SO2_KINDS = ("so2-uniform", "so2-normal", "rope-random", "token")
-
 
 def _planes(name: str, value, d: int) -> np.ndarray:
     """``value`` as one float per plane (``d/2`` of them), or a ValueError naming ``name``."""
@@ -56,12 +54,13 @@ def _scalar(name: str, value) -> float:
         raise ValueError(f"{name} must be a number in {FAMILY_ARG_RANGES[name]}, got {value!r}") from None
 
 
-def validate_family_args(family: str, d, **args) -> int:
+def validate_family_args(family: str, d, *, planes: bool = False, **args) -> int:
     """Check the arguments of step family ``family``: the one place where they are validated.
 
     Every family's constructor and :func:`make_family` call this.  ``args`` may hold any of
     ``omega``, ``sigma``, ``mu``, ``p``, ``base``, ``table``, ``probs`` (ranges in
-    :data:`FAMILY_ARG_RANGES`).  Returns ``d`` as an ``int``.
+    :data:`FAMILY_ARG_RANGES`).  ``planes``: the law declares SO(2) planes (its ``planes`` attribute), so ``d``
+    must be even; the name ``family`` is only a label.  Returns ``d`` as an ``int``.
 
     Raises
     ------
@@ -71,7 +70,7 @@ def validate_family_args(family: str, d, **args) -> int:
     if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 2 <= d <= MAX_DIM:
         raise ValueError(f"d must be {FAMILY_ARG_RANGES['d']}, got {d!r}")
     d = int(d)
-    if family in _SO2_KINDS and d % 2:
+    if planes and d % 2:
         raise ValueError(f"d must be even for SO(2) blocks (d = 2, 4, 6, …), got {d}")
     for name, value in args.items():
         if name == "omega":

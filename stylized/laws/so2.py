@@ -24,7 +24,7 @@ __all__ = ["rope_frequencies", "SO2Family", "SO2Uniform", "RopeRandom", "SO2Norm
 
 def rope_frequencies(d: int, base: float = 10000.0) -> np.ndarray:
     """RoPE frequencies ``ω_b = base^{−2b/d}``, ``b = 0 … d/2 − 1``."""
-    d = validate_family_args("rope-random", d, base=base)
+    d = validate_family_args("rope-random", d, planes=True, base=base)
     return float(base) ** (-2.0 * np.arange(d // 2) / d)
 
 
@@ -233,7 +233,7 @@ class SO2Uniform(SO2Family):
     omega: float | tuple = 1.0
 
     def __post_init__(self):
-        validate_family_args("so2-uniform", self.d, omega=self.omega)
+        validate_family_args("so2-uniform", self.d, planes=self.planes, omega=self.omega)
 
     @property
     def mixes_to_uniform(self) -> bool:  # value checks: angles with a density equidistribute on the torus
@@ -316,7 +316,7 @@ class SO2Normal(SO2Family):
     mu: float | tuple = 0.0
 
     def __post_init__(self):
-        validate_family_args("so2-normal", self.d, sigma=self.sigma, mu=self.mu)
+        validate_family_args("so2-normal", self.d, planes=self.planes, sigma=self.sigma, mu=self.mu)
 
     @property
     def mixes_to_uniform(self) -> bool:  # value checks: angles with a density equidistribute on the torus
@@ -369,7 +369,7 @@ class TokenAngles(SO2Family):
     probs: np.ndarray = None  # (V,)
 
     def __post_init__(self):
-        validate_family_args("token", self.d, table=self.table, probs=self.probs)
+        validate_family_args("token", self.d, planes=self.planes, table=self.table, probs=self.probs)
         table = np.asarray(self.table, dtype=float)
         probs = np.ones(table.shape[0]) / table.shape[0] if self.probs is None else np.asarray(self.probs, float)
         object.__setattr__(self, "table", table)
