@@ -75,7 +75,7 @@ def mean_ci(x, level: float = 0.95) -> Estimate:
     m = float(x.mean())
     if n == 1:
         return Estimate(m, -math.inf, math.inf, 1, level)
-    half = float(stats.t.ppf(0.5 + level / 2, n - 1) * x.std(ddof=1) / math.sqrt(n))
+    half = float(t_half_width(x, level=level))
     if not math.isfinite(m):
         raise ValueError("x: samples too large for a finite mean in float64")
     if not math.isfinite(half):
