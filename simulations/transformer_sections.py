@@ -19,11 +19,11 @@ TIED_UP_TO = 16_384
 SPLIT_FROM = 32_768
 
 
-
 def load_result(directory: Path, *parts: str) -> dict | None:
     """The committed JSON result at ``directory/transformer/<parts>``, or ``None`` where it was never run."""
     path = directory.joinpath("transformer", *parts)
     return json.loads(path.read_text()) if path.exists() else None
+
 
 def _regime(tokens: int) -> str:
     if tokens <= TIED_UP_TO:

@@ -95,7 +95,7 @@ def measure(model: GPT, task: RecallTask, seed: int = 0, variant: str = "") -> H
         if layer != last:
             return
         q0, k0, s = _unrotated_and_scores(attn, h, psi, psi_v)
-        logit = s * 1.0 + _bias(attn, h, L)  # [W, H, L, L]
+        logit = s + _bias(attn, h, L)  # [W, H, L, L]
         rec = {"q0": q0.double().numpy(), "k0": k0.double().numpy(), "logit": logit.numpy()}
         if psi is not None:
             p = psi.double().numpy()  # [W or 1, H', L, B]
@@ -110,14 +110,12 @@ def measure(model: GPT, task: RecallTask, seed: int = 0, variant: str = "") -> H
         got.update(head_dim=attn.head_dim, slopes=attn.slopes.double().numpy() if attn.use_alibi else None)
         chunks.append(rec)
 
-    idx_all = []
     for d in SHORT_DISTANCES:
         rng = np.random.default_rng([seed, 7, d])
         x, _ = make_batch(task, rng, N_SHORT, L, N, d)
         n0 = len(chunks)
         forward_with_probe(model, x, torch.Generator().manual_seed(20_011 + seed + d), hook)
         chunks[n0]["d"], chunks[n0]["idx"] = d, x.numpy()
-        idx_all.append(x.numpy())
     H = chunks[0]["q0"].shape[1]
     hits = {(h, o): [] for h in range(H) for o in (0, 1)}
     for c in chunks:
@@ -147,7 +145,7 @@ def measure(model: GPT, task: RecallTask, seed: int = 0, variant: str = "") -> H
     slope = float(got["slopes"][head]) if got["slopes"] is not None else 0.0
     return HeadRecord(variant, int(head), int(offset), {f"{h},{o}": v for (h, o), v in share.items()},
                       int(got["head_dim"]), cat(qs), cat(kt), cat(kp), cat(kb), cat(tok), cat(th), cat(be), cat(ww),
-                      cat(lf), slope, [s[:, 1:] for s in idx_all])
+                      cat(lf), slope, [c["idx"][:, 1:] for c in chunks])
 
 
 def token_law(rec: HeadRecord, version: str):

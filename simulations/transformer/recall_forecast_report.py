@@ -95,7 +95,7 @@ def plot_forecast(fc_path: Path, recall_path: Path, out_png: Path) -> Path:
             for x, st in zip(VERSIONS, ("--", ":", "-")):
                 c = rows[v][x]["curve"]
                 xs = sorted(int(d) for d in c)
-                ax.plot(xs, [c[str(d)] if str(d) in c else c[d] for d in xs], st, lw=2.0 if x == kept else 1.0,
+                ax.plot(xs, [c[str(d)] for d in xs], st, lw=2.0 if x == kept else 1.0,
                         color=sp.variant_style(v, 0).get("color"), label=f"forecast ({x})")
             ax.axvline(L_TRAIN, color="0.5", lw=0.7, ls="--")
             ax.axhline(0.5, color="0.7", lw=0.6, ls=":")
@@ -119,12 +119,9 @@ def plot_skill(fc: dict, bridge: dict | None, out_png: Path) -> Path:
     from stylized.harness import plotting as sp
 
     v = fc["verdict"]
-    kept, past, cen = v["kept"], v["falls_horizon"], v["censored"]
-    per = {}
-    for r in v["variants"]:
-        e = abs(math.log(r[kept]["horizon"] / r["measured_horizon"]))
-        nulls = {"keeps": abs(math.log(cen / r["measured_horizon"])), "falls": abs(math.log(past / r["measured_horizon"]))}
-        per[r["variant"]] = {n: (1 - e / x if x > 0 else None) for n, x in nulls.items()}
+    kept = v["kept"]
+    per = {r["variant"]: {n: (1 - r[kept]["ln_error"] / x if x > 0 else None) for n, x in r["null_ln_error"].items()}
+           for r in v["variants"]}
     panels = [("retrieval horizon", per, ("keeps", "falls"))]
     if bridge is not None and bridge.get("lovo") and bridge.get("verdict"):
         from .bridge_ppl import rejudged

@@ -102,10 +102,10 @@ def judge(runs: Sequence[dict], measured: dict) -> dict:
             curve = {d: {"mean": float(np.mean(p))} for d, p in cells.items() if d in DEFAULT_DISTANCES}
             h = horizon(curve) or CENSORED
             row[v] = {"horizon": h, "curve": {d: curve[d]["mean"] for d in sorted(curve)},
-                      "holds": _ln_err(h, h_meas) <= math.log(2.0) + 1e-12}
-            errs[v].append(_ln_err(h, h_meas))
-        errs["keeps"].append(_ln_err(CENSORED, h_meas))
-        errs["falls"].append(_ln_err(past, h_meas))
+                      "ln_error": _ln_err(h, h_meas), "holds": _ln_err(h, h_meas) <= math.log(2.0) + 1e-12}
+        row["null_ln_error"] = {"keeps": _ln_err(CENSORED, h_meas), "falls": _ln_err(past, h_meas)}
+        for k in errs:
+            errs[k].append(row[k]["ln_error"] if k in VERSIONS else row["null_ln_error"][k])
         per.append(row)
     mae = {k: float(np.mean(e)) if e else None for k, e in errs.items()}
     kept = min(VERSIONS, key=lambda v: mae[v])
@@ -121,8 +121,9 @@ def run_forecasts(variants: Sequence[str] = VARIANTS_RECALL, seeds: Sequence[int
     """Forecast every (variant, seed), judge against the sweep's measurement, write ``path`` after each run."""
     import json
 
-    measured = table(json.loads(RESULTS_PATH.read_text()))
-    steps_sweep = {(r["variant"], r["seed"]): r["train"]["steps"] for r in json.loads(RESULTS_PATH.read_text())["runs"]}
+    sweep = json.loads(RESULTS_PATH.read_text())
+    measured = table(sweep)
+    steps_sweep = {(r["variant"], r["seed"]): r["train"]["steps"] for r in sweep["runs"]}
     old = json.loads(path.read_text()) if path.exists() else {}
     runs = [r for r in old.get("runs", []) if r["variant"] in variants and r["seed"] in seeds and r.get("trials") == trials]
     done = {(r["variant"], r["seed"]) for r in runs}
