@@ -305,7 +305,7 @@ def test_so2_context_overlaps_all_pairs_match_the_generic_walk():
     assert (nmax, stride) == (49, 1)
     fft = fam.context_overlaps(theta, q, nmax, stride=stride)
     walk = _dense_law(6).context_overlaps(np.stack([fam.dense(x) for x in theta]), q, nmax, stride=1)
-    assert np.allclose(fft, walk, atol=2e-5)  # single-precision FFT
+    assert np.allclose(fft, walk, atol=1e-9)  # double-precision FFT
     assert np.allclose(fam.context_overlaps(theta, q, 10, stride=4),
                        _dense_law(6).context_overlaps(np.stack([fam.dense(x) for x in theta]), q, 10, stride=4))
 
