@@ -1,44 +1,76 @@
 #!/usr/bin/env bash
-# GPU check on one GPU machine (≈ 15 minutes): the CuPy tests, every Monte Carlo check with --backend cupy,
-# the largest sweep on GPU vs CPU, a short transformer training step on CUDA, then the transformer
-# comparison: the 8 main variants (rope nope alibi random-qk random-qkv learned-qk learned-qkv path) trained
-# as concurrent processes on the one GPU under the "gpu" preset (6 x 384, context 256, 2,500 steps, bf16),
-# each evaluated 1x..256x (65,536 tokens, the author's 20 random windows per length), with a wall-clock guard (`timeout`, and --time-limit inside each run).
-#   bash scripts/gpu_check.sh               (from the repository root; results under $OUT, else ./gpu_results)
-#   bash scripts/gpu_check.sh --transformer-only   (only the 8-variant comparison, ≈ 9 minutes)
+# GPU check on one GPU machine, sized for one device call of under 9 minutes: the GPU/CPU sweep benchmark (alone,
+# so the CPU side has every core), then at the same time (a) the CuPy tests, every Monte Carlo check with
+# --backend cupy and a short transformer step on CUDA, and (b) the transformer comparison: the 8 main variants
+# (rope nope alibi random-qk random-qkv learned-qk learned-qkv path) trained as concurrent processes on the one GPU
+# under the "gpu" preset (6 x 384, context 256, up to 2,500 steps, bf16), each evaluated 1x..256x (65,536 tokens,
+# the author's 20 random windows per length), with a wall-clock guard (`timeout`, and --time-limit inside each
+# run); each run writes its JSON after training and after every evaluated length, so a guard keeps what finished.
+#   bash scripts/gpu_check.sh               (from the repository root; results in ./gpu_results, packed into $OUT)
+#   bash scripts/gpu_check.sh --smoke       (≈ 1 minute: every variant trains 40 steps on CUDA and runs one
+#                                            65,536-token forward, all at once; times, peak memory, failures)
+#   bash scripts/gpu_check.sh --transformer-only   (only the 8-variant comparison)
 #   bash scripts/gpu_check.sh --dry-run     (CPU: skips the GPU checks; smoke preset, < 60 s)
-# Knobs: PY, GPU_TRAIN_SECONDS (training budget per variant, default 360), GPU_GUARD_SECONDS (hard
-# timeout per variant, default 560), GPU_COMPILE=1 (torch.compile), VARIANTS (space separated).
+# Knobs: PY, GPU_TRAIN_SECONDS (training budget per variant, default 240), GPU_GUARD_SECONDS (hard
+# timeout per variant, default 420), GPU_SEED (training seed, default 0; results in transformer_gpu-sN), GPU_COMPILE=1
+# (torch.compile), VARIANTS (space separated).
+# With $OUT set (the device tool), everything is packed into $OUT/gpu_check.tgz plus $OUT/summary.md, since only
+# eight files come back from a device call.
 # The GPU machine has no package registry and no network: its python3 already holds numpy, scipy, numba,
-# cupy, matplotlib, seaborn, tqdm, pytest and hypothesis, so the package is installed without dependencies;
-# the corpus is the builtin one (the standard library's source), bytes.
+# cupy, matplotlib, seaborn, tqdm, pytest and hypothesis, so the package is imported from the checkout (or
+# installed without dependencies); the corpus is the builtin one (the standard library's source), bytes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DRY=0; CHECKS=1
+DRY=0; CHECKS=1; SMOKE=0
 if [[ "${1:-}" == "--dry-run" ]]; then DRY=1; CHECKS=0; fi
 if [[ "${1:-}" == "--transformer-only" ]]; then CHECKS=0; fi
+if [[ "${1:-}" == "--smoke" ]]; then SMOKE=1; fi
 if [[ $DRY == 1 && -z "${PY:-}" && -x .venv/bin/python ]]; then PY=.venv/bin/python; fi
 PY=${PY:-python3}
 export NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-/tmp/numba_cache}
-RESULTS=${OUT:-./gpu_results}/transformer_gpu
-if [[ $DRY == 1 ]]; then RESULTS=${OUT:-./gpu_results}/transformer_dry_run; fi
+WORK=./gpu_results
+SEED=${GPU_SEED:-0}
+RESULTS=$WORK/transformer_gpu
+if [[ $SEED != 0 ]]; then RESULTS=$WORK/transformer_gpu-s$SEED; fi
+if [[ $DRY == 1 ]]; then WORK=${OUT:-./gpu_results}; RESULTS=$WORK/transformer_dry_run; fi
 mkdir -p "$RESULTS"
+VARIANTS=${VARIANTS:-"rope nope alibi random-qk random-qkv learned-qk learned-qkv path"}
+pack() {  # only eight files come back from a device call: one archive and the table
+  if [[ -n "${OUT:-}" && $DRY == 0 ]]; then
+    tar czf "$OUT/gpu_check.tgz" -C "$WORK" . && cp "$RESULTS/summary.md" "$OUT/" 2>/dev/null || true
+  fi
+}
 
+if [[ $SMOKE == 1 ]]; then
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
+  $PY -c "import torch, numpy, scipy, numba; print('torch', torch.__version__, 'cuda', torch.version.cuda, \
+torch.cuda.is_available(), 'numpy', numpy.__version__, 'numba', numba.__version__)"
+  $PY -c "import cupy; print('cupy', cupy.__version__, cupy.cuda.runtime.getDeviceCount(), 'GPU')" || echo "no cupy"
+  $PY -c "import stylized, simulations.transformer.model; print('stylized', stylized.__version__)"
+  for v in $VARIANTS; do
+    timeout -k 5 150 $PY scripts/gpu_smoke.py --variant "$v" --preset gpu --steps 40 > "$RESULTS/smoke-$v.json" \
+      2> "$RESULTS/smoke-$v.log" &
+  done
+  wait || true
+  for v in $VARIANTS; do cat "$RESULTS/smoke-$v.json" 2>/dev/null || echo "{\"variant\": \"$v\", \"failed\": \"timeout\"}"; \
+    tail -3 "$RESULTS/smoke-$v.log" 2>/dev/null | grep -v Warning || true; done
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader || true
+  exit 0
+fi
+
+HAVE_CUPY=0
 if [[ $CHECKS == 1 ]]; then
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 $PY -c "import stylized" 2>/dev/null || $PY -m pip install -q --no-deps --no-build-isolation -e . \
   || $PY -m pip install -q -e ".[test]"
 if $PY -c "import cupy" 2>/dev/null || $PY -m pip install -q "cupy-cuda12x>=13"; then
+HAVE_CUPY=1
 $PY - <<'PY'
 import cupy, numpy, numba
 print("cupy", cupy.__version__, "numpy", numpy.__version__, "numba", numba.__version__,
       "GPUs", cupy.cuda.runtime.getDeviceCount())
 PY
-echo "== cupy tests"
-timeout 90 $PY -m pytest -q -p no:cacheprovider tests/test_backend.py tests/test_cupy_*.py -rs || true
-echo "== every Monte Carlo check on the GPU (--backend cupy, defaults; results to a temporary folder)"
-STYLIZED_RESULTS_DIR=$(mktemp -d) STYLIZED_FIGURES_DIR=$(mktemp -d) STYLIZED_PAPER_CHECKS=$(mktemp) \
-  timeout 120 $PY -m stylized check --all --force --all-backend cupy || echo "check --all on cupy: FAILED or timed out"
+# alone, before anything else runs: the CPU side of the ratio gets every core
 echo "== GPU sweep benchmark: sample_overlaps so2-uniform d=64, 4·10⁴ trials, n up to 2000"
 timeout 60 $PY - <<'PY'
 import time
@@ -75,6 +107,16 @@ print("max |mean_gpu - mean_cpu| / se:", float(np.max(np.abs(xg.mean(0) - xc.mea
 print("max |mean_gpu - theory|:", float(np.max(np.abs(xg.mean(0) - theory))))
 PY
 else echo "no cupy: the CuPy checks are skipped"; fi  # cupy
+fi  # CHECKS == 1
+
+gpu_checks() {  # runs beside the transformer comparison (correctness, not timings)
+if [[ $HAVE_CUPY == 1 ]]; then
+echo "== cupy tests"
+timeout 90 $PY -m pytest -q -p no:cacheprovider tests/test_backend.py tests/test_cupy_*.py -rs || true
+echo "== every Monte Carlo check on the GPU (--backend cupy, defaults; results to a temporary folder)"
+STYLIZED_RESULTS_DIR=$(mktemp -d) STYLIZED_FIGURES_DIR=$(mktemp -d) STYLIZED_PAPER_CHECKS=$(mktemp) \
+  timeout 240 $PY -m stylized check --all --force --all-backend cupy || echo "check --all on cupy: FAILED or timed out"
+fi
 echo "== transformer: 20 training steps of learned-qkv (smoke preset) on CUDA"
 timeout 45 $PY - <<'PY' || echo "transformer step failed (torch with CUDA missing?)"
 import time, torch
@@ -92,16 +134,16 @@ for i in range(21):
 torch.cuda.synchronize()
 print(f"learned-qkv 4x128, ctx 511, batch 16: {(time.perf_counter() - t0) / 20 * 1e3:.1f} ms/step, loss {loss.item():.3f}")
 PY
-fi  # CHECKS == 1
+}
+
 
 echo "== transformer: the 8 main variants as concurrent processes (results in $RESULTS)"
-VARIANTS=${VARIANTS:-"rope nope alibi random-qk random-qkv learned-qk learned-qkv path"}
 if [[ $DRY == 1 ]]; then
   # CPU plumbing check: smoke preset, 10 steps, one thread each, torch-ops rotation path (no Numba compile)
   PRESET=smoke; BUDGET=30; GUARD=120; EXTRA=(--device cpu --steps 10 --threads 1)
   export OMP_NUM_THREADS=1 STYLIZED_ROTATION_KERNELS=0
 else
-  PRESET=gpu; BUDGET=${GPU_TRAIN_SECONDS:-360}; GUARD=${GPU_GUARD_SECONDS:-560}; EXTRA=(--threads 2)
+  PRESET=gpu; BUDGET=${GPU_TRAIN_SECONDS:-240}; GUARD=${GPU_GUARD_SECONDS:-420}; EXTRA=(--threads 2)
   export OMP_NUM_THREADS=2
   if [[ "${GPU_COMPILE:-0}" == 1 ]]; then EXTRA+=(--compile); fi
   $PY -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0))" \
@@ -112,39 +154,64 @@ CKPTS=$(mktemp -d)  # checkpoints (tens of MB each) and eval caches stay out of 
 declare -A PIDS
 for v in $VARIANTS; do
   timeout -k 10 "$GUARD" $PY -m simulations.transformer.distributed --variant "$v" --preset "$PRESET" \
-    --ckpt "$CKPTS/checkpoints/$PRESET/$v.pt" --force --time-limit "$BUDGET" --eval --out "$RESULTS/$v.json" "${EXTRA[@]}" \
+    --seed "$SEED" --ckpt "$CKPTS/checkpoints/$PRESET/$v.pt" --force --time-limit "$BUDGET" --eval --out "$RESULTS/$v.json" "${EXTRA[@]}" \
     > "$RESULTS/$v.log" 2>&1 &
   PIDS[$v]=$!
 done
+CHECKS_PID=""
+if [[ $CHECKS == 1 ]]; then
+  gpu_checks > "$WORK/gpu_checks.log" 2>&1 &
+  CHECKS_PID=$!
+fi
 FAILED=""
 for v in $VARIANTS; do
   if ! wait "${PIDS[$v]}"; then FAILED="$FAILED $v"; echo "  $v: FAILED or timed out (see $RESULTS/$v.log)"; fi
 done
-$PY - "$RESULTS" "$PRESET" $VARIANTS <<'PY'
+$PY - "$RESULTS" "$PRESET" $VARIANTS <<'PY' || echo "summary failed"
 import json, sys
 from pathlib import Path
 res, preset, variants = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
-rows, table = [], []
-mults = None
+rows, runs = [], {}
 for v in variants:
     f = res / f"{v}.json"
-    if not f.exists():
-        table.append(f"| {v} | failed | | | |")
+    try:
+        d = json.loads(f.read_text())
+    except (OSError, ValueError):
         continue
-    d = json.loads(f.read_text())
-    ev = {r["multiple"]: r for r in d.get("eval", [])}
-    mults = mults or sorted(ev)
+    runs[v] = d
     rows.append({"variant": v, "steps": d["step"], "train_s": round(d["seconds"], 1),
-                 "final_loss": d["history"][-1][1], "eval": d.get("eval", [])})
-    ratios = " | ".join(f"{ev[m]['ratio']:.2f}" for m in sorted(ev))
-    table.append(f"| {v} | {d['step']} | {d['seconds']:.0f} | {ev[1]['ppl']:.3f} | {ratios} |")
-head = " | ".join(f"{m}x" for m in (mults or []))
-md = [f"# transformer comparison, preset {preset}: PPL(m·L)/PPL(L) per variant", "",
-      f"| variant | steps | train s | PPL(1x) | {head} |", "|" + "---|" * (4 + len(mults or [])), *table]
+                 "final_loss": d["history"][-1][1] if d["history"] else None, "eval": d.get("eval", []),
+                 "eval_complete": d.get("eval_complete", True)})
+mults = sorted({r["multiple"] for d in runs.values() for r in d.get("eval", [])})
+L = {r["multiple"]: r["L"] for d in runs.values() for r in d.get("eval", [])}
+md = [f"# transformer comparison, preset {preset}: PPL(L)/PPL(L_train) per variant", ""]
+for key, name in (("ratio_all", "the author's metric (mean loss over the whole length-L window)"),
+                  ("ratio", "the target metric (the same last L_train tokens at every length)")):
+    md += [f"## {name}", "", "| variant | steps | train s | PPL(1x) | " + " | ".join(f"{m}x ({L[m]:,})" for m in mults)
+           + " |", "|" + "---|" * (4 + len(mults))]
+    for v in variants:
+        if v not in runs:
+            md.append(f"| {v} | failed | | | " + " | " * len(mults))
+            continue
+        d = runs[v]
+        ev = {r["multiple"]: r for r in d.get("eval", [])}
+        cells = [f"{ev[m][key]:.2f} [{ev[m]['ci_low' + key[5:]]:.2f}, {ev[m]['ci_high' + key[5:]]:.2f}]"
+                 if m in ev else ("—" if d.get("eval_complete", True) else "not reached") for m in mults]
+        ppl1 = f"{ev[1]['ppl']:.3f}" if 1 in ev else "—"
+        md.append(f"| {v} | {d['step']} | {d['seconds']:.0f} | {ppl1} | " + " | ".join(cells) + " |")
+    md.append("")
+md.append("Intervals: 95% percentile bootstrap over the evaluation windows (one seed; the author's windows differ per "
+          "length, so the interval treats the two lengths as paired by index only).")
 (res / "summary.md").write_text("\n".join(md) + "\n")
 (res / "summary.json").write_text(json.dumps({"preset": preset, "rows": rows}, indent=1))
 print("\n".join(md))
 PY
+cp -r "$CKPTS/eval" "$RESULTS/" 2>/dev/null || true  # the per-window losses (the seed-level verdicts read them)
 rm -rf "$CKPTS"
+if [[ -n "$CHECKS_PID" ]]; then
+  wait "$CHECKS_PID" || true
+  echo "== GPU checks (ran beside the comparison)"; cat "$WORK/gpu_checks.log"
+fi
+pack
 if [[ -n "$FAILED" ]]; then echo "transformer variants failed:$FAILED"; exit 1; fi
 echo "transformer comparison: all variants done; results in $RESULTS"

@@ -208,6 +208,7 @@ def _c6_section(directory: Path) -> list[str]:
     lines += sections.lr_robustness_section(directory)
     lines += sections.author_ab_section(directory)
     lines += sections.cpu_long_section(directory, _ratio_table)
+    lines += sections.gpu_section(directory)
     lines += sections.recall_section(directory)
     bpe = directory / "transformer" / "runs" / "cpu-bpe" / "cpu_compare.json"
     if bpe.exists():
@@ -327,6 +328,11 @@ def _plot_c6(result: dict | None, directory: Path) -> list[Path]:
         from simulations.transformer.lr_robustness import plot_robustness
 
         out.append(plot_robustness(robust, Path(directory) / "transformer_lr_robustness.png"))
+    from simulations.transformer.gpu_report import plot_gpu
+
+    gpu = plot_gpu(results_dir(), Path(directory) / "transformer_gpu.png")
+    if gpu is not None:
+        out.append(gpu)
     recall = results_dir() / "transformer" / "recall_cpu.json"
     if recall.exists():
         from simulations.transformer.recall_report import plot_recall

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from stylized.harness.report import fmt, row
 
-__all__ = ["regime_lines", "lr_robustness_section", "author_ab_section", "cpu_long_section", "recall_section"]
+__all__ = ["regime_lines", "lr_robustness_section", "author_ab_section", "cpu_long_section", "recall_section",
+           "gpu_section"]
 
 #: the paper's Q/K and Q/K/V rows (absolute tokens): tied up to 16K, split at 32K–65K
 TIED_UP_TO = 16_384
@@ -166,3 +167,42 @@ def recall_section(directory: Path) -> list[str]:
 
         lines += forecast_section(fc)
     return lines
+
+
+def gpu_section(directory: Path) -> list[str]:
+    """The gpu preset's one-seed run on an H200 against the paper at equal absolute lengths."""
+    from simulations.transformer.gpu_report import gpu_rows, paper_at_tokens
+
+    r = gpu_rows(directory)
+    if r is None:
+        return []
+    L = r["L_train"]
+    mults = sorted({e["multiple"] for x in r["runs"].values() for e in x["eval"] if e["multiple"] * L >= 1024})
+    lines = ["### The gpu preset on one H200 (one seed, to 65,536 tokens)", "",
+             "Command: `bash scripts/gpu_check.sh` on one NVIDIA H200 (results in `simulations/results/transformer/gpu/`, "
+             "its log `gpu_check.log`). The 8 variants trained at once as separate processes on the one GPU under the "
+             f"`gpu` preset (6 × 384, 6 heads, L_train = {L}, batch 32, bf16, the author's model points, seed 0), each "
+             "for at most 200 s of training (2,500 steps, or fewer where the budget ran out: the steps column), then "
+             "evaluated on the author's 20 random windows per length. PPL(L)/PPL(L_train), the author's metric; the "
+             "paper's ratio (to PPL(512), 16 × 768, OpenWebText) at the same absolute length in parentheses. Figure: "
+             "`figures/transformer_gpu.png`.", "",
+             "| variant | steps | PPL(L_train) | " + " | ".join(f"{m * L:,} tok." for m in mults) + " |",
+             "|---|---|---|" + "---|" * len(mults)]
+    for v, x in r["runs"].items():
+        ev = {e["multiple"]: e for e in x["eval"]}
+        cells = []
+        for m in mults:
+            p = paper_at_tokens(v, m * L)
+            cell = fmt(ev[m]["ratio_all"], 3) if m in ev else ("not reached" if not x.get("eval_complete", True) else "—")
+            cells.append(cell + (f" ({fmt(p, 3)})" if p is not None else ""))
+        lines.append(row(v, str(x["steps"]), fmt(ev[1]["ppl"], 4) if 1 in ev else "—", *cells))
+    lines += ["", "Each paper row: its verdict under the project's rule needs ≥ 2 seeds per arm, so it is **undecided "
+              "(1 seed)**. Δ = log ratio(A) − log ratio(B) (author's metric; > 0 is the paper's side), with a 95% "
+              "bootstrap interval over the shared evaluation windows: evaluation noise only, not the variance between "
+              "training seeds, so it describes this run and decides nothing.", "",
+              "| row | verdict | " + " | ".join(f"Δ at {c['tokens']:,} tok." for c in r["rows"][0].get("cells", []))
+              + " |", "|---|---|" + "---|" * len(r["rows"][0].get("cells", []))]
+    for x in r["rows"]:
+        lines.append(row(x["row"], x["verdict"], *(f"{c['delta']:+.3f} [{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]"
+                                                   for c in x.get("cells", []))))
+    return lines + [""]

@@ -294,15 +294,23 @@ def _main(argv: list[str] | None = None) -> int:
                      resume=args.resume, ckpt=path, stop_at=args.stop_at, device=args.device,
                      backend=args.backend, compile=args.compile, time_limit=args.time_limit, **overrides)
     if info["rank"] == 0:
+        def write(partial: dict) -> None:  # atomically, after training and after each evaluated length
+            if args.out:
+                from stylized.harness.results import atomic_write_text
+
+                Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_text(Path(args.out), json.dumps(partial, indent=1, default=float))
+
         if args.eval:
             from .evaluate import evaluate_checkpoint
 
+            write({**info, "eval": [], "eval_complete": False})
             _, tcfg, ecfg = make_configs(args.variant, args.preset, data=args.data, **overrides)
             corpus = load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)
-            info["eval"] = evaluate_checkpoint(path, ecfg, corpus, device=args.device)
-        if args.out:
-            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.out).write_text(json.dumps(info, indent=1, default=float))
+            info["eval"] = evaluate_checkpoint(path, ecfg, corpus, device=args.device,
+                                               on_rows=lambda rows: write({**info, "eval": rows, "eval_complete": False}))
+            info["eval_complete"] = True
+        write(info)
         print(f"{args.variant}: {info['step']} steps on {info['world_size']} process(es), "
               f"loss {info['history'][-1][1] if info['history'] else float('nan'):.4f}, {info['seconds']:.0f}s")
     if dist.is_initialized():

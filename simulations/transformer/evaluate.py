@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -89,8 +90,12 @@ def window_losses(
     seed: int = 0,
     device: str | None = None,
     windows: str = "grid",
+    on_multiple: Callable[[dict[int, dict[str, np.ndarray]]], None] | None = None,
 ) -> dict[int, dict[str, np.ndarray]]:
     """Per-window losses at every length multiple (``windows``: see :class:`~.train.EvalConfig`).
+
+    ``on_multiple``, if given, is called with the losses so far after each multiple (a long
+    evaluation under a wall-clock guard then keeps the lengths it finished).
 
     Returns
     -------
@@ -135,6 +140,8 @@ def window_losses(
             bsum[s: s + bs] = loss[:, L_train:].sum(axis=1)
             bn[s: s + bs] = L - L_train
         out[m] = {"target": tgt, "all": allp, "beyond_sum": bsum, "beyond_n": bn}
+        if on_multiple is not None:
+            on_multiple(out)
     return out
 
 
@@ -309,8 +316,11 @@ def evaluate_checkpoint(
     seed: int = 0,
     device: str | None = None,
     cache: bool = True,
+    on_rows: Callable[[list[dict]], None] | None = None,
 ) -> list[dict]:
     """Load a checkpoint and return its summary rows (per-window losses cached beside it).
+
+    ``on_rows``, if given, receives the summary rows of the multiples evaluated so far after each one.
 
     The cache (``eval_cache_path``) is reused when the checkpoint's weights (a digest) and the
     evaluation settings are unchanged; it holds the per-window losses the seed-pooled verdicts need.
@@ -332,8 +342,10 @@ def evaluate_checkpoint(
 
             check_dir(cpath.parent, "--results-dir")
         corpus = corpus or corpus_for(ck.get("train_config", {}))
+        partial = None if on_rows is None else (
+            lambda so_far: on_rows(summarize(so_far, ck["variant"], model.config.block_size, ecfg.n_boot, seed)))
         losses = window_losses(model, corpus.val, ecfg.multiples, ecfg.n_windows,
-                               ecfg.batch_tokens, ecfg.n_samples, seed, device, ecfg.windows)
+                               ecfg.batch_tokens, ecfg.n_samples, seed, device, ecfg.windows, partial)
         if cache:
             write_loss_cache(cpath, key, losses)
     rows = summarize(losses, ck["variant"], model.config.block_size, ecfg.n_boot, seed)

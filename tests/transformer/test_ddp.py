@@ -115,3 +115,36 @@ def test_gpu_check_dry_run(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     summary = json.loads((tmp_path / "transformer_dry_run" / "summary.json").read_text())
     assert len(summary["rows"]) == 8 and all(row["steps"] == 10 for row in summary["rows"])
+
+
+def test_eval_writes_after_training_and_after_each_length(text_dir, tmp_path):
+    """``--eval --out``: the JSON is written after training and after every evaluated length (a wall-clock guard
+    that stops the evaluation keeps the lengths it finished), and marked complete at the end."""
+    from simulations.transformer.evaluate import evaluate_checkpoint
+    from simulations.transformer.train import make_configs
+
+    out = tmp_path / "run.json"
+    _launch(1, ["--variant", "rope", "--preset", "smoke", "--steps", "2", "--data", str(text_dir),
+                "--ckpt", str(tmp_path / "checkpoints" / "smoke" / "rope.pt"), "--eval"], out)
+    done = json.loads(out.read_text())
+    assert done["eval_complete"] is True and [r["multiple"] for r in done["eval"]] == [1, 2, 4]
+    # the per-length hook sees the lengths in order, each time with every length so far
+    _, _, ecfg = make_configs("rope", "smoke")
+    seen: list[list[int]] = []
+    rows = evaluate_checkpoint(tmp_path / "checkpoints" / "smoke" / "rope.pt", ecfg, data.load_path(text_dir),
+                               device="cpu", cache=False, on_rows=lambda rs: seen.append([r["multiple"] for r in rs]))
+    assert seen == [[1], [1, 2], [1, 2, 4]] and [r["multiple"] for r in rows] == [1, 2, 4]
+
+
+@pytest.mark.slow
+def test_gpu_check_packs_only_with_out_and_smoke_refuses_without_cuda(tmp_path):
+    """``--smoke`` without CUDA: every variant's line names the failure (no traceback, exit 0 for the script)."""
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is available")
+    env = {**os.environ, "PY": sys.executable, "VARIANTS": "rope path"}
+    r = subprocess.run(["bash", "scripts/gpu_check.sh", "--smoke"], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]
+    assert [x["variant"] for x in lines] == ["rope", "path"]
+    assert all(x["failed"] == "setup" and "CUDA" in x["error"] for x in lines)

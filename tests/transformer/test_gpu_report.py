@@ -1,0 +1,74 @@
+"""The gpu preset's report: the paper at equal absolute lengths, window-level differences, the paper_checks section."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from simulations.transformer.gpu_report import gpu_rows, paper_at_tokens, window_deltas
+from simulations.transformer_sections import gpu_section
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_paper_at_tokens_reads_the_paper_by_absolute_length():
+    assert paper_at_tokens("rope", 65_536) == 38.5 and paper_at_tokens("learned-qkv", 32_768) == 2.44
+    assert paper_at_tokens("rope", 512) == 1.0
+    assert paper_at_tokens("rope", 256) is None and paper_at_tokens("nope", 4096) is None
+
+
+def test_window_deltas_zero_for_a_variant_against_itself_and_sign_follows_a_shift():
+    rng = np.random.default_rng(0)
+    a = {1: rng.normal(1.0, 0.1, 20), 8: rng.normal(1.5, 0.2, 20)}
+    same = window_deltas(a, a, 8)
+    assert same["delta"] == 0.0 and same["ci_low"] == 0.0 == same["ci_high"]
+    worse = {1: a[1], 8: a[8] + 0.3}
+    d = window_deltas(worse, a, 8)
+    assert d["delta"] == pytest.approx(0.3) and d["ci_low"] > 0
+
+
+def _fake_run(root: Path, variants: dict[str, float]) -> None:
+    """A gpu run in the committed layout: summary.json and per-window author-metric caches."""
+    g = root / "transformer" / "gpu"
+    (g / "eval" / "gpu").mkdir(parents=True)
+    rng = np.random.default_rng(1)
+    rows = []
+    for v, slope in variants.items():
+        losses = {m: (1.0 + slope * np.log2(m) + rng.normal(0, 0.01, 20)) for m in (1, 32, 128)}
+        (g / "eval" / "gpu" / f"{v}-author-windows.json").write_text(json.dumps(
+            {"key": {}, "losses": {str(m): {"all": x.tolist(), "target": x.tolist()} for m, x in losses.items()}}))
+        ev = []
+        for m, x in losses.items():
+            ratio = float(np.exp(x.mean() - losses[1].mean()))
+            ev.append({"multiple": m, "L": 256 * m, "ppl": float(np.exp(x.mean())), "ratio_all": ratio,
+                       "ci_low_all": ratio * 0.95, "ci_high_all": ratio * 1.05})
+        rows.append({"variant": v, "steps": 100, "eval": ev, "eval_complete": True})
+    (g / "summary.json").write_text(json.dumps({"preset": "gpu", "rows": rows}))
+
+
+def test_gpu_rows_and_section_on_a_fabricated_run(tmp_path):
+    assert gpu_rows(tmp_path) is None and gpu_section(tmp_path) == []
+    _fake_run(tmp_path, {"rope": 0.5, "learned-qk": 0.1, "learned-qkv": 0.05})
+    r = gpu_rows(tmp_path)
+    assert r["L_train"] == 256
+    row = {x["row"]: x for x in r["rows"]}
+    assert row["rope > random-qk"]["verdict"] == "not run"
+    qk = row["learned-qk > learned-qkv"]
+    assert qk["verdict"] == "undecided (1 seed)" and [c["tokens"] for c in qk["cells"]] == [8192, 32768]
+    assert all(c["ci_low"] > 0 for c in qk["cells"])  # qk's losses grow faster: Δ > 0
+    text = "\n".join(gpu_section(tmp_path))
+    assert "32,768 tok." in text and "(2.85)" in text  # learned-qk's paper ratio at 32K in parentheses
+    from simulations.transformer.gpu_report import plot_gpu
+
+    png = plot_gpu(tmp_path, tmp_path / "gpu.png")
+    assert png.exists() and png.with_suffix(".pdf").exists()
+
+
+def test_committed_gpu_run_renders():
+    if gpu_rows(ROOT / "simulations" / "results") is None:
+        pytest.skip("no gpu run committed")
+    text = "\n".join(gpu_section(ROOT / "simulations" / "results"))
+    assert "65,536 tok." in text and "undecided (1 seed)" in text
