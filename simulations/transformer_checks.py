@@ -223,23 +223,28 @@ def _c6_section(directory: Path) -> list[str]:
 
 
 def _lr_sweep_section(directory: Path) -> list[str]:
-    r = sections.load_result(directory, "cpu_lr_sweep.json")
-    if r is None:
-        return []
-    lines = ["### The learned tables' learning-rate budget (cpu preset)", "",
-             f"Command: `stylized transformer lr-sweep`. Rule (fixed before extrapolation was looked at): {r['rule']}. "
-             f"Chosen: **×{fmt(r['chosen'])}** (author's budget Σ lr ≈ {r['author_budget']}).", "",
-             "| variant | multiplier | table Σ lr | val. PPL(L_train) [95% CI] | mean / max table move (rad) | "
-             "planes mixing within L_train | active | ratio 16× | ratio 128× (author's metric) |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for x in r["rows"]:
-        c = {int(k): v for k, v in x["curve_all"].items()}
-        lines.append(row(x["variant"], f"×{fmt(x['mult'])}", fmt(x["lr_budget"], 3),
-                         f"{fmt(x['ppl'], 4)} [{fmt(math.exp(x['val_ci_low']), 4)}, {fmt(math.exp(x['val_ci_high']), 4)}]",
-                         f"{fmt(x['move_mean_rad'], 3)} / {fmt(x['move_max_rad'], 3)}",
-                         f"{x['planes_mixing']}/{x['planes']}", fmt(x["active"]), fmt(c.get(16), 3),
-                         fmt(c.get(max(c)), 3)))
-    return lines + [""]
+    lines: list[str] = []
+    for preset in ("cpu", "cpu-long"):
+        r = sections.load_result(directory, f"{preset}_lr_sweep.json")
+        if r is None:
+            continue
+        L = r.get("L_train", 64)
+        cmd = "stylized transformer lr-sweep" + ("" if preset == "cpu" else f" --preset {preset} --variants learned-qk")
+        lines += [f"### The learned tables' learning-rate budget ({preset} preset)", "",
+                  f"Command: `{cmd}`. Rule (fixed before extrapolation was looked at): {r['rule']}. "
+                  f"Chosen: **×{fmt(r['chosen'])}** (the preset uses ×3; author's budget Σ lr ≈ {r['author_budget']}).",
+                  "", "| variant | multiplier | table Σ lr | val. PPL(L_train) [95% CI] | mean / max table move (rad) | "
+                  "planes mixing within L_train | active | ratio at 16× | ratio at the longest (author's metric) |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for x in r["rows"]:
+            c = {int(k): v for k, v in x["curve_all"].items()}
+            lines.append(row(x["variant"], f"×{fmt(x['mult'])}", fmt(x["lr_budget"], 3),
+                             f"{fmt(x['ppl'], 4)} [{fmt(math.exp(x['val_ci_low']), 4)}, {fmt(math.exp(x['val_ci_high']), 4)}]",
+                             f"{fmt(x['move_mean_rad'], 3)} / {fmt(x['move_max_rad'], 3)}",
+                             f"{x['planes_mixing']}/{x['planes']}", fmt(x["active"]), fmt(c.get(16), 3),
+                             f"{fmt(c.get(max(c)), 3)} ({max(c)}× = {max(c) * L:,} tok.)"))
+        lines.append("")
+    return lines
 
 
 # --- the bridge and the combined variants --------------------------------------------------------

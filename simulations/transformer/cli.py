@@ -231,7 +231,7 @@ def cmd_lr_robustness(args: argparse.Namespace) -> int:
 
 
 def cmd_lr_sweep(args: argparse.Namespace) -> int:
-    from .lr_sweep import MULTS, run_sweep, write_sweep
+    from .lr_sweep import MULTS, SWEEP_VARIANTS, run_sweep, write_sweep
     from .train import CPU_ANGLE_LR_MULT
 
     mults = MULTS
@@ -242,11 +242,19 @@ def cmd_lr_sweep(args: argparse.Namespace) -> int:
             raise ValueError(f"--mults={args.mults!r} must be a comma-separated list of numbers > 0") from None
         if not mults or min(mults) <= 0:
             raise ValueError(f"--mults={args.mults!r} must be a comma-separated list of numbers > 0")
-    res = run_sweep(mults, workers=args.workers)
+    variants = tuple(v for v in (args.variants or ",".join(SWEEP_VARIANTS)).split(",") if v)
+    if "learned-qk" not in variants:
+        raise InvalidInput(f"--variants={args.variants!r} must include learned-qk (the rule reads it)")
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    res = run_sweep(mults, variants, workers=args.workers, preset=args.preset)
     canonical = tuple(mults) == MULTS
     from stylized.harness.results import figures_dir
 
-    path = write_sweep(res, figure=figures_dir() / "transformer_lr_sweep.png") if canonical else None
+    fig = "transformer_lr_sweep.png" if args.preset == "cpu" else f"transformer_lr_sweep_{args.preset}.png"
+    path = write_sweep(res, figure=figures_dir() / fig) if canonical else None
     for r in res["rows"]:
         print(f"{r['variant']} x{r['mult']:g}: val PPL {r['ppl']:.3f}, move {r['move_mean_rad']:.3f} rad, "
               f"{r['planes_mixing']}/{r['planes']} planes mix, active={r['active']}")
@@ -340,6 +348,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     c.set_defaults(func=_guard(cmd_compare))
 
     s = sub.add_parser("lr-sweep", help="the learned tables' lr multiplier: sweep and the in-distribution rule (cpu)")
+    s.add_argument("--preset", default="cpu", type=arg_type(Choice("cpu", "cpu-long")),
+                   help="the preset whose budget the rule is run at (default cpu)")
+    s.add_argument("--variants", default=None, type=arg_type(Choices("learned-qk", "learned-qkv"), keep_text=True),
+                   help="comma-separated (default learned-qk,learned-qkv; the rule reads learned-qk)")
     s.add_argument("--mults", default=None, type=arg_type(FloatList(0, 1e6, lo_open=True), keep_text=True), help="comma-separated multipliers (default 1,3,10,30)")
     s.add_argument("--threads", type=arg_type(Int(1, 256)), default=None, help="torch CPU threads")
     s.add_argument("--workers", type=arg_type(Int(1, 64)), default=1, help="runs at once, one torch thread each (default 1)")

@@ -39,23 +39,32 @@ WINDOW_EPS = 0.01
 ACTIVE_MOVE_RAD = 0.1
 
 
-def sweep_checkpoint(variant: str, mult: float, seed: int = 0, root: Path | None = None) -> Path:
-    """The sweep's checkpoint; at the preset's own multiplier it is the comparison's checkpoint (same run)."""
+#: the presets the sweep runs under (their tables' multiplier is ``CPU_ANGLE_LR_MULT``)
+SWEEP_PRESETS = ("cpu", "cpu-long")
+
+
+def sweep_checkpoint(variant: str, mult: float, seed: int = 0, root: Path | None = None, preset: str = "cpu") -> Path:
+    """The sweep's checkpoint; at the cpu preset's own multiplier it is the comparison's checkpoint (same run)."""
     from .train import CPU_ANGLE_LR_MULT, checkpoint_path
 
-    if mult == CPU_ANGLE_LR_MULT:
+    if mult == CPU_ANGLE_LR_MULT and preset == "cpu":
         return checkpoint_path("cpu", variant, seed, root)
-    return Path(root or results_root()) / "checkpoints" / "cpu-lr-sweep" / f"{variant}-x{mult:g}-s{seed}.pt"
+    return Path(root or results_root()) / "checkpoints" / f"{preset}-lr-sweep" / f"{variant}-x{mult:g}-s{seed}.pt"
+
+
+def sweep_result_path(preset: str = "cpu", root: Path | None = None) -> Path:
+    """The committed sweep result of ``preset``."""
+    return Path(root or results_root()) / f"{preset}_lr_sweep.json"
 
 
 def _train_eval(v: str, m: float, seed: int, path: str, progress: bool, threads: int | None,
-                corpus=None) -> list[dict]:
+                corpus=None, preset: str = "cpu") -> list[dict]:
     """Train (resume) and evaluate one (variant, multiplier); runs in a worker process when ``workers`` > 1."""
     if threads:
         torch.set_num_threads(threads)
-    _, tcfg, ecfg = make_configs(v, "cpu")
+    _, tcfg, ecfg = make_configs(v, preset)
     corpus = corpus or load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)
-    train(v, "cpu", seed=seed, resume=True, ckpt=path, corpus=corpus, progress=progress, device="cpu",
+    train(v, preset, seed=seed, resume=True, ckpt=path, corpus=corpus, progress=progress, device="cpu",
           angle_lr_mult=float(m))
     return evaluate_checkpoint(path, ecfg, corpus, 0, "cpu")
 
@@ -115,19 +124,22 @@ def choose(rows: list[dict], variant: str = "learned-qk") -> float | None:
 
 
 def run_sweep(mults=MULTS, variants=SWEEP_VARIANTS, seed: int = 0, root: Path | None = None,
-              progress: bool = True, workers: int = 1) -> dict:
-    """Train (what is missing) and evaluate every (variant, multiplier); return the sweep result.
+              progress: bool = True, workers: int = 1, preset: str = "cpu") -> dict:
+    """Train (what is missing) and evaluate every (variant, multiplier) under ``preset``; return the sweep result.
 
     ``workers`` > 1 trains and evaluates that many (variant, multiplier) runs at once in
-    separate processes, one torch thread each.
+    separate processes, one torch thread each.  The rule reads ``learned-qk`` only, so
+    ``variants=("learned-qk",)`` is enough to make the choice.
     """
-    _, tcfg, ecfg = make_configs("learned-qk", "cpu")
+    if preset not in SWEEP_PRESETS:
+        raise ValueError(f"preset={preset!r} is not one of: {', '.join(SWEEP_PRESETS)}")
+    _, tcfg, ecfg = make_configs("learned-qk", preset)
     corpus = load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)
     counts = np.bincount(corpus.train, minlength=256).astype(float)
     probs = counts / counts.sum()
-    jobs = [(v, m, str(sweep_checkpoint(v, m, seed, root))) for v in variants for m in mults]
-    evals = map_jobs(_train_eval, [(v, m, seed, p, progress, None, corpus) for v, m, p in jobs],
-                     [(v, m, seed, p, False, 1) for v, m, p in jobs], workers)
+    jobs = [(v, m, str(sweep_checkpoint(v, m, seed, root, preset))) for v in variants for m in mults]
+    evals = map_jobs(_train_eval, [(v, m, seed, p, progress, None, corpus, preset) for v, m, p in jobs],
+                     [(v, m, seed, p, False, 1, None, preset) for v, m, p in jobs], workers)
     from .train import load_model
 
     rows = []
@@ -143,7 +155,8 @@ def run_sweep(mults=MULTS, variants=SWEEP_VARIANTS, seed: int = 0, root: Path | 
                      "curve_target": {r["multiple"]: r["ratio"] for r in ev}})
     chosen = choose(rows)
     return {"claim": "transformer-lr-sweep", "rule": __doc__.split("**Rule")[1].split("\n\n")[0].strip(" *:()"),
-            "rows": rows, "chosen": chosen, "author_budget": 62.5}
+            "rows": rows, "chosen": chosen, "author_budget": 62.5, "preset": preset,
+            "L_train": int(make_configs("learned-qk", preset)[0].block_size)}
 
 
 def _lr_sum(tcfg) -> list[float]:
@@ -155,8 +168,7 @@ def _lr_sum(tcfg) -> list[float]:
 def write_sweep(result: dict, root: Path | None = None, figure: Path | None = None) -> Path:
     from stylized.harness.results import atomic_write_text, to_jsonable
 
-    root = Path(root or results_root())
-    path = root / "cpu_lr_sweep.json"
+    path = sweep_result_path(result.get("preset", "cpu"), root)
     atomic_write_text(path, json.dumps(to_jsonable(result), indent=1) + "\n")
     if figure is not None:
         plot_sweep(path, figure)
@@ -170,8 +182,11 @@ def plot_sweep(path: Path, out_png: Path) -> Path:
     from stylized.harness import plotting as sp
     res = json.loads(Path(path).read_text())
     with sp.theme():
-        fig, axes = sp.figure(1, 2, height=3.4, sharey=True)
-        for ax, v in zip(axes, SWEEP_VARIANTS):
+        variants = [v for v in SWEEP_VARIANTS if any(r["variant"] == v for r in res["rows"])]
+        fig, axes = sp.figure(1, len(variants), height=3.4, sharey=True,
+                              width=sp.MAX_WIDTH if len(variants) > 1 else sp.MAX_WIDTH * 0.6)
+        axes = np.atleast_1d(axes)
+        for ax, v in zip(axes, variants):
             for i, r in enumerate(r for r in res["rows"] if r["variant"] == v):
                 c = sorted(((int(k), x) for k, x in r["curve_all"].items()))
                 ci = (f" [{math.exp(r['val_ci_low']):.2f}, {math.exp(r['val_ci_high']):.2f}]"
@@ -188,6 +203,7 @@ def plot_sweep(path: Path, out_png: Path) -> Path:
             ax.set_xlabel(r"$L\,/\,L_{\mathrm{train}}$")
             ax.legend(loc="upper left", fontsize=6.5)
         axes[0].set_ylabel(r"$\mathrm{PPL}(L)/\mathrm{PPL}(L_{\mathrm{train}})$ (author's metric)")
-        sp.caption(fig, "One seed per multiplier; legend: validation PPL at L_train with its 95% bootstrap interval "
+        preset = res.get("preset", "cpu")
+        sp.caption(fig, f"{preset} preset (L_train = {res.get('L_train', 64)}). One seed per multiplier; legend: validation PPL at L_train with its 95% bootstrap interval "
                         "over windows, and how many rotation planes mix within L_train. Chosen multiplier drawn bold.")
         return sp.save(fig, out_png)

@@ -64,3 +64,40 @@ def test_validation_loss_interval_contains_its_mean():
     cfg = GPTConfig(variant="rope", vocab_size=11, block_size=8, n_layer=1, n_head=2, n_embd=8)
     loss, lo, hi = validation_loss(GPT(cfg), np.random.default_rng(0).integers(0, 11, 2000))
     assert lo < loss < hi and abs(loss - np.log(11)) < 0.2
+
+
+def test_sweep_checkpoints_and_results_are_per_preset(tmp_path):
+    from simulations.transformer.lr_sweep import sweep_checkpoint, sweep_result_path
+    from simulations.transformer.train import CPU_ANGLE_LR_MULT, checkpoint_path
+
+    # the cpu preset's own multiplier is the comparison's run; every other (preset, multiplier) has its own file
+    assert sweep_checkpoint("learned-qk", CPU_ANGLE_LR_MULT, 0, tmp_path) == checkpoint_path("cpu", "learned-qk", 0, tmp_path)
+    long3 = sweep_checkpoint("learned-qk", CPU_ANGLE_LR_MULT, 0, tmp_path, "cpu-long")
+    assert long3.parent.name == "cpu-long-lr-sweep" and long3.name == "learned-qk-x3-s0.pt"
+    assert sweep_result_path("cpu", tmp_path).name == "cpu_lr_sweep.json"
+    assert sweep_result_path("cpu-long", tmp_path).name == "cpu-long_lr_sweep.json"
+
+
+def test_lr_sweep_refuses_a_sweep_without_learned_qk():
+    from stylized.cli.app import main
+
+    for argv in (["--variants", "learned-qkv"], ["--preset", "gpu"]):
+        with pytest.raises(SystemExit) as e:
+            main(["transformer", "lr-sweep", *argv])
+        assert e.value.code == 2
+
+
+def test_plot_sweep_draws_one_panel_per_swept_variant(tmp_path):
+    """A sweep of learned-qk alone (what the rule reads, the cpu-long sweep) draws one panel."""
+    import json
+    from pathlib import Path
+
+    from simulations.transformer.lr_sweep import plot_sweep
+
+    committed = json.loads((Path(__file__).resolve().parents[2] / "simulations" / "results" / "transformer"
+                            / "cpu_lr_sweep.json").read_text())
+    one = {**committed, "rows": [r for r in committed["rows"] if r["variant"] == "learned-qk"], "preset": "cpu-long",
+           "L_train": 256}
+    (tmp_path / "s.json").write_text(json.dumps(one))
+    png = plot_sweep(tmp_path / "s.json", tmp_path / "s.png")
+    assert png.exists() and png.with_suffix(".pdf").exists()
