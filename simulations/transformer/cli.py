@@ -232,7 +232,7 @@ def cmd_lr_robustness(args: argparse.Namespace) -> int:
 
 def cmd_lr_sweep(args: argparse.Namespace) -> int:
     from .lr_sweep import MULTS, SWEEP_VARIANTS, run_sweep, write_sweep
-    from .train import CPU_ANGLE_LR_MULT
+    from .presets import get_preset
 
     mults = MULTS
     if args.mults:
@@ -258,8 +258,9 @@ def cmd_lr_sweep(args: argparse.Namespace) -> int:
     for r in res["rows"]:
         print(f"{r['variant']} x{r['mult']:g}: val PPL {r['ppl']:.3f}, move {r['move_mean_rad']:.3f} rad, "
               f"{r['planes_mixing']}/{r['planes']} planes mix, active={r['active']}")
-    print(f"chosen x{res['chosen']} (preset uses x{CPU_ANGLE_LR_MULT:g})" + (f"; wrote {path}" if path else ""))
-    return 0 if res["chosen"] == CPU_ANGLE_LR_MULT else 1
+    uses = get_preset(args.preset)["model"]["angle_lr_mult"]
+    print(f"chosen x{res['chosen']} (the {args.preset} preset uses x{uses:g})" + (f"; wrote {path}" if path else ""))
+    return 0 if res["chosen"] == uses else 1
 
 
 def _variant_list(text: str | None) -> list[str] | None:

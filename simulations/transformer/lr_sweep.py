@@ -154,7 +154,7 @@ def run_sweep(mults=MULTS, variants=SWEEP_VARIANTS, seed: int = 0, root: Path | 
                      "curve_all": {r["multiple"]: r["ratio_all"] for r in ev},
                      "curve_target": {r["multiple"]: r["ratio"] for r in ev}})
     chosen = choose(rows)
-    return {"claim": "transformer-lr-sweep", "rule": __doc__.split("**Rule")[1].split("\n\n")[0].strip(" *:()"),
+    return {"claim": "transformer-lr-sweep", "rule": " ".join(__doc__.split("**Rule")[1].split("\n\n")[0].split(":**", 1)[-1].split()),
             "rows": rows, "chosen": chosen, "author_budget": 62.5, "preset": preset,
             "L_train": int(make_configs("learned-qk", preset)[0].block_size)}
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import copy
 
-__all__ = ["CPU_ANGLE_LR_MULT", "PHASES", "PRESETS", "get_preset"]
+__all__ = ["CPU_ANGLE_LR_MULT", "CPU_LONG_ANGLE_LR_MULT", "PHASES", "PRESETS", "get_preset"]
 
 #: the cpu preset's angle-table lr multiplier (see ``lr_sweep.py`` for the rule that chose it)
 CPU_ANGLE_LR_MULT = 3.0
+#: the cpu-long preset's, chosen by the same rule at its budget (``cpu-long_lr_sweep.json``: ×1 and ×3 both inside
+#: the best validation loss's interval, ×1 the smallest active one); the committed cpu-long comparison was trained
+#: at ×3 before the rule was run and records it in its parameters
+CPU_LONG_ANGLE_LR_MULT = 1.0
 #: the author's three constant phases: (fraction of the steps, lr)
 PHASES = ((0.5, 5e-4), (0.25, 2e-4), (0.25, 5e-5))
 
@@ -36,10 +40,10 @@ PRESETS: dict[str, dict[str, dict]] = {
     "cpu-long": {
         # the cpu model at a 4× longer context: L_train 256, 2,500 steps of batch 16 (10.2M tokens, 1.4 epochs of
         # the builtin corpus, dropout 0 as the cpu preset), the same warm-up + cosine schedule (Σ lr ≈ 2.8) and
-        # table multiplier ×3 (the lr rule is not yet re-run at this budget: README "cpu-long").  fp32, one torch
-        # thread per process: ~17 min per run on a free core.  32× is 8,192 tokens, the cpu preset's 128×.
+        # the table multiplier the lr rule picks at this budget (×1; README "cpu-long").  fp32, one torch
+        # thread per process: ~14-17 min per run on a free core.  32× is 8,192 tokens, the cpu preset's 128×.
         "model": dict(n_layer=4, n_embd=128, n_head=4, block_size=256, dropout=0.0,
-                      path_chunk=64, angle_lr_mult=CPU_ANGLE_LR_MULT),
+                      path_chunk=64, angle_lr_mult=CPU_LONG_ANGLE_LR_MULT),
         "train": dict(steps=2500, batch_size=16, lr=2e-3, warmup=100, ckpt_every=100),
         "eval": dict(multiples=[1, 2, 4, 8, 16, 32], n_windows=32, batch_tokens=32768),
     },
