@@ -72,3 +72,21 @@ def test_every_registered_check_declares_the_theories_it_names():
 
     missing = [c.name for c in load_checks().values() if not c.theories]
     assert missing == []
+
+
+def _run_fails_at_seed_0(params, *, seed, backend, progress):
+    th = theory([1, 2, 3])
+    ok = seed != 0 and bool(np.all(np.abs(MEASURED - th) <= params["tol"] * MEASURED))
+    return {"holds": ok, "rows": [], "headline": {}}
+
+
+def test_a_false_rejection_at_the_single_seed_falls_back_to_the_next_holding_seed():
+    base = _check()
+    c = Check(**{**base.__dict__, "run": _run_fails_at_seed_0})
+    r = sensitivity(c, sizes="default", seeds=(0,), backend="numpy")
+    for x in r["rows"]:
+        assert x["unmutated_holds"] and x["seeds"] == [1] and x["holds_at"] <= 0.05 < x["flips_at"]
+    none = sensitivity(c, sizes="default", seeds=(0,), backend="numpy", fallback=0)
+    assert all(not x["unmutated_holds"] and x["flips_at"] is None for x in none["rows"])
+    several = sensitivity(c, sizes="reduced", seeds=(0, 1), backend="numpy")  # several seeds: no fallback
+    assert all(not x["unmutated_holds"] for x in several["rows"])

@@ -377,3 +377,15 @@ def test_plot_draws_estimated_laws_and_windows_without_an_upper_end(tmp_path):
     assert any(w["window"] is not None and w["window_high"] is None for w in r["windows"])  # the case that crashed
     (png,) = mixing.plot(r, tmp_path)
     assert png.exists() and png.stat().st_size > 0
+
+
+def test_mixing_spectrum_interval_keeps_a_tiny_spread():
+    """Planes whose correlation stays ≈ 1 (tiny ω) still get a positive interval: the one-pass Σc² − (Σc)²/k lost
+    every digit there and gave 0, so two runs differing by 1e-10 disagreed 'in law'."""
+    from stylized.harness.registry import get_check
+    from stylized.harness.results import run_check
+
+    r = run_check(get_check("mixing-spectrum"), {"d": 16, "L_eval": 4096, "L_train": 128, "chains": 8}, seed=0,
+                  backend="numpy", progress=False)
+    half = np.asarray(r["curves"]["half"], float)
+    assert np.all(half[1:] > 0)

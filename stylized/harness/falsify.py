@@ -92,7 +92,7 @@ def _flips(check, theory, factor: float, params: dict, seeds, backend: str) -> b
 
 
 def sensitivity(check, *, sizes: str = "reduced", seeds=(0, 1, 2), backend: str = "numba",
-                grid=SENSITIVITY_GRID, refine: int = 3) -> dict:
+                grid=SENSITIVITY_GRID, refine: int = 3, fallback: int = 10) -> dict:
     """The power of ``check``: for each of its :attr:`~stylized.harness.registry.Check.theories` and each sign, the
     smallest relative error ``e`` of the theory (it is multiplied by ``1 ± e``) that turns ``holds`` false at
     every seed of ``seeds``.
@@ -101,7 +101,10 @@ def sensitivity(check, *, sizes: str = "reduced", seeds=(0, 1, 2), backend: str 
     bisections against the last that did not, so the answer is a bracket ``[holds_at, flips_at]``
     (``flips_at = None``: no error of the grid flips it).  ``sizes``: ``"reduced"`` (``check.reduced``) or
     ``"default"`` (the check's defaults), each with the theory's own ``params`` on top.  A theory whose
-    unmutated check does not hold at every seed is reported as such (``unmutated_holds = False``), not searched.
+    unmutated check does not hold at every seed is reported as such (``unmutated_holds = False``), not searched;
+    with a single seed (the default sizes) a false rejection there would hide the power, so the next seeds, up to
+    ``fallback`` of them, are tried in order and the first at which the unmutated check holds is used (recorded in
+    the row's ``seeds``: a power measured from a holding base, chosen before any perturbation is tried).
     A sign outside the theory's ``sides`` (a bound loosened) is not searched: ``by_construction = True``.
     Assumes that a larger error flips at least as surely as a smaller one.
     """
@@ -110,26 +113,31 @@ def sensitivity(check, *, sizes: str = "reduced", seeds=(0, 1, 2), backend: str 
     t0, rows = time.perf_counter(), []
     for th in check.theories:
         params = {**(check.reduced if sizes == "reduced" else check.defaults()), **th.params}
-        held = all(run_reduced(check, seed=int(x), backend=backend, params=params)["holds"] for x in seeds)
+        use = tuple(int(x) for x in seeds)
+        held = all(run_reduced(check, seed=x, backend=backend, params=params)["holds"] for x in use)
+        for nxt in (range(use[0] + 1, use[0] + 1 + fallback) if not held and len(use) == 1 else ()):
+            if run_reduced(check, seed=nxt, backend=backend, params=params)["holds"]:
+                use, held = (nxt,), True
+                break
         for sign in (-1, +1):
             if sign not in th.sides:
                 rows.append({"theory": th.name, "description": th.description, "sign": sign, "unmutated_holds": held,
-                             "holds_at": None, "flips_at": None, "by_construction": True})
+                             "holds_at": None, "flips_at": None, "by_construction": True, "seeds": list(use)})
                 continue
             lo, hi = 0.0, None
             for e in (grid if held else ()):
-                if _flips(check, th, 1.0 + sign * e, params, seeds, backend):
+                if _flips(check, th, 1.0 + sign * e, params, use, backend):
                     hi = e
                     break
                 lo = e
             for _ in range(refine if hi is not None else 0):
                 mid = (lo * hi) ** 0.5 if lo > 0 else hi / 3.0
-                if _flips(check, th, 1.0 + sign * mid, params, seeds, backend):
+                if _flips(check, th, 1.0 + sign * mid, params, use, backend):
                     hi = mid
                 else:
                     lo = mid
             rows.append({"theory": th.name, "description": th.description, "sign": sign, "unmutated_holds": held,
-                         "holds_at": lo, "flips_at": hi})
+                         "holds_at": lo, "flips_at": hi, "seeds": list(use)})
     return {"check": check.name, "sizes": sizes, "seeds": [int(x) for x in seeds], "rows": rows,
             "seconds": round(time.perf_counter() - t0, 1)}
 
