@@ -182,24 +182,38 @@ def gpu_section(directory: Path) -> list[str]:
              "Command: `bash scripts/gpu_check.sh` on one NVIDIA H200 (results in `simulations/results/transformer/gpu/`, "
              "its log `gpu_check.log`). The 8 variants trained at once as separate processes on the one GPU under the "
              f"`gpu` preset (6 × 384, 6 heads, L_train = {L}, batch 32, bf16, the author's model points, seed 0), each "
-             "for at most 200 s of training (2,500 steps, or fewer where the budget ran out: the steps column), then "
+             "for at most 200 s of training (2,500 steps, or fewer where the budget ran out: the steps column; seed 1 "
+             "of the two learned variants trained alone, 105 s), then "
              "evaluated on the author's 20 random windows per length. PPL(L)/PPL(L_train), the author's metric; the "
              "paper's ratio (to PPL(512), 16 × 768, OpenWebText) at the same absolute length in parentheses. Figure: "
              "`figures/transformer_gpu.png`.", "",
-             "| variant | steps | PPL(L_train) | " + " | ".join(f"{m * L:,} tok." for m in mults) + " |",
-             "|---|---|---|" + "---|" * len(mults)]
-    for v, x in r["runs"].items():
-        ev = {e["multiple"]: e for e in x["eval"]}
-        cells = []
-        for m in mults:
-            p = paper_at_tokens(v, m * L)
-            cell = fmt(ev[m]["ratio_all"], 3) if m in ev else ("not reached" if not x.get("eval_complete", True) else "—")
-            cells.append(cell + (f" ({fmt(p, 3)})" if p is not None else ""))
-        lines.append(row(v, str(x["steps"]), fmt(ev[1]["ppl"], 4) if 1 in ev else "—", *cells))
-    lines += ["", "Each paper row: its verdict under the project's rule needs ≥ 2 seeds per arm, so it is **undecided "
-              "(1 seed)**. Δ = log ratio(A) − log ratio(B) (author's metric; > 0 is the paper's side), with a 95% "
-              "bootstrap interval over the shared evaluation windows: evaluation noise only, not the variance between "
-              "training seeds, so it describes this run and decides nothing.", "",
+             "| variant | seed | steps | PPL(L_train) | " + " | ".join(f"{m * L:,} tok." for m in mults) + " |",
+             "|---|---|---|---|" + "---|" * len(mults)]
+    for k, seed_runs in enumerate(r["seed_runs"]):
+        for v, x in seed_runs.items():
+            ev = {e["multiple"]: e for e in x["eval"]}
+            cells = []
+            for m in mults:
+                p = paper_at_tokens(v, m * L)
+                cell = fmt(ev[m]["ratio_all"], 3) if m in ev else ("not reached" if not x.get("eval_complete", True) else "—")
+                cells.append(cell + (f" ({fmt(p, 3)})" if p is not None else ""))
+            lines.append(row(v, str(k), str(x["steps"]), fmt(ev[1]["ppl"], 4) if 1 in ev else "—", *cells))
+    welch_rows = [x for x in r["rows"] if x.get("welch")]
+    if welch_rows:
+        lines += ["", "Rows with ≥ 2 seeds per arm, the project's rule (Welch on the per-seed log-ratios, two-sided level "
+                  "0.05; its level was measured at the cpu preset's seed counts, not at 2 per arm): Δ = mean log ratio(A) "
+                  "− mean log ratio(B), > 0 the paper's side. The paper's row is a claim at its longest length "
+                  "(65K); at ≤ 16K its own Q/K and Q/K/V rows are tied.", "",
+                  "| row | length | seeds A / B | Δ [95% Welch CI] | p | verdict |", "|---|---|---|---|---|---|"]
+        for x in welch_rows:
+            for c in x["welch"]:
+                lines.append(row(x["row"], f"{c['tokens']:,} tok.", f"{c['seeds_a']} / {c['seeds_b']}",
+                                 f"{c['delta']:+.3f} [{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]", fmt(c["p"], 3),
+                                 c["verdict"]))
+    lines += ["", "Each paper row's verdict (at the longest length with ≥ 2 seeds per arm; *undecided (1 seed)* "
+              "otherwise) and, for seed 0, Δ = log ratio(A) − log ratio(B) (author's metric; > 0 is the paper's side) "
+              "with a 95% bootstrap interval over the shared evaluation windows: evaluation noise only, not the "
+              "variance between training seeds, so those cells describe the run and decide nothing.", "",
               "| row | verdict | " + " | ".join(f"Δ at {c['tokens']:,} tok." for c in r["rows"][0].get("cells", []))
               + " |", "|---|---|" + "---|" * len(r["rows"][0].get("cells", []))]
     for x in r["rows"]:

@@ -64,12 +64,32 @@ def window_deltas(a: dict[int, np.ndarray], b: dict[int, np.ndarray], multiple: 
     return {"delta": est, "ci_low": float(lo), "ci_high": float(hi), "n_windows": int(n_l)}
 
 
+def _seed_runs(directory: Path) -> list[tuple[Path, dict]]:
+    """(folder, summary) of every committed seed: seed 0 in ``gpu/``, seed k in ``gpu/seed<k>/``."""
+    root = directory.joinpath(*GPU_DIR)
+    folders = [root] + sorted(root.glob("seed[0-9]*"), key=lambda f: int(f.name[4:]))
+    return [(f, json.loads((f / "summary.json").read_text())) for f in folders if (f / "summary.json").exists()]
+
+
+def _log_ratio(summary: dict, variant: str, multiple: int) -> float | None:
+    for r in summary["rows"]:
+        if r["variant"] == variant:
+            e = next((e for e in r["eval"] if e["multiple"] == multiple), None)
+            return None if e is None else float(np.log(e["ratio_all"]))
+    return None
+
+
 def gpu_rows(directory: Path) -> dict | None:
-    """The committed GPU run as table rows and per-paper-row window-level differences (None if never run)."""
-    summary = directory.joinpath(*GPU_DIR, "summary.json")
-    if not summary.exists():
+    """The committed GPU run as table rows and per-paper-row differences (None if never run).
+
+    Each row gets the window-level Δ of seed 0 at every length ≥ 8,192 tokens and, where both arms have ≥ 2
+    seeds, the project's verdict (:func:`.verdicts.welch` on the per-seed log-ratios, level 0.05) per length."""
+    from .verdicts import decide, welch
+
+    seeds = _seed_runs(directory)
+    if not seeds:
         return None
-    s = json.loads(summary.read_text())
+    s = seeds[0][1]
     runs = {r["variant"]: r for r in s["rows"]}
     L_train = next((e["L"] // e["multiple"] for r in runs.values() for e in r["eval"]), 256)
     losses = {v: _losses(directory, v) for v in runs}
@@ -79,13 +99,23 @@ def gpu_rows(directory: Path) -> dict | None:
         if la is None or lb is None:
             rows.append({"row": f"{a} > {b}", "verdict": "not run"})
             continue
-        cells = []
+        cells, welch_cells = [], []
         for m in sorted(set(la) & set(lb)):
             if m * L_train < 8192:
                 continue
             cells.append({"multiple": m, "tokens": m * L_train, **window_deltas(la, lb, m)})
-        rows.append({"row": f"{a} > {b}", "verdict": "undecided (1 seed)", "cells": cells})
-    return {"preset": s["preset"], "L_train": L_train, "runs": runs, "rows": rows}
+            xa = [x for x in (_log_ratio(sm, a, m) for _, sm in seeds) if x is not None]
+            xb = [x for x in (_log_ratio(sm, b, m) for _, sm in seeds) if x is not None]
+            if len(xa) >= 2 and len(xb) >= 2:
+                w = welch(np.array(xa), np.array(xb))
+                welch_cells.append({"multiple": m, "tokens": m * L_train, "seeds_a": len(xa), "seeds_b": len(xb),
+                                    **{k: float(w[k]) for k in ("delta", "ci_low", "ci_high", "p", "df")},
+                                    "verdict": str(decide(w["delta"], w["p"]))})
+        verdict = welch_cells[-1]["verdict"] + f" ({welch_cells[-1]['tokens']:,} tok.)" if welch_cells else \
+            "undecided (1 seed)"
+        rows.append({"row": f"{a} > {b}", "verdict": verdict, "cells": cells, "welch": welch_cells})
+    return {"preset": s["preset"], "L_train": L_train, "runs": runs, "rows": rows,
+            "seed_runs": [{r["variant"]: r for r in sm["rows"]} for _, sm in seeds]}
 
 
 def plot_gpu(directory: Path, out_png: Path) -> Path | None:
@@ -130,7 +160,7 @@ def plot_gpu(directory: Path, out_png: Path) -> Path | None:
             ax.set_xlabel("evaluation length L (tokens)")
             ax.legend(loc="upper left", fontsize=6.5)
         axes[0].set_ylabel(r"$\mathrm{PPL}(L)/\mathrm{PPL}(L_{\mathrm{train}})$ (author's metric)")
-        sp.caption(fig, f"gpu preset on one H200, one seed, L_train = {r['L_train']}: solid, this run (shaded: 95% "
+        sp.caption(fig, f"gpu preset on one H200, seed 0, L_train = {r['L_train']}: solid, this run (shaded: 95% "
                         "bootstrap over the 20 evaluation windows, not over seeds); dashed, the paper (L_train = 512, "
                         "16 × 768, OpenWebText) at the same absolute lengths. Dotted: 16K and 32K, the edges of the "
                         "paper's tied (≤ 16K) and split (≥ 32K) regimes for Q/K vs Q/K/V.")

@@ -30,11 +30,11 @@ def test_window_deltas_zero_for_a_variant_against_itself_and_sign_follows_a_shif
     assert d["delta"] == pytest.approx(0.3) and d["ci_low"] > 0
 
 
-def _fake_run(root: Path, variants: dict[str, float]) -> None:
-    """A gpu run in the committed layout: summary.json and per-window author-metric caches."""
-    g = root / "transformer" / "gpu"
+def _fake_run(root: Path, variants: dict[str, float], seed: int = 0) -> None:
+    """A gpu run in the committed layout: summary.json and per-window author-metric caches (seed k in seed<k>/)."""
+    g = root / "transformer" / "gpu" / (f"seed{seed}" if seed else "")
     (g / "eval" / "gpu").mkdir(parents=True)
-    rng = np.random.default_rng(1)
+    rng = np.random.default_rng(1 + seed)
     rows = []
     for v, slope in variants.items():
         losses = {m: (1.0 + slope * np.log2(m) + rng.normal(0, 0.01, 20)) for m in (1, 32, 128)}
@@ -65,6 +65,15 @@ def test_gpu_rows_and_section_on_a_fabricated_run(tmp_path):
 
     png = plot_gpu(tmp_path, tmp_path / "gpu.png")
     assert png.exists() and png.with_suffix(".pdf").exists()
+
+
+def test_a_second_seed_gives_the_welch_verdict(tmp_path):
+    _fake_run(tmp_path, {"learned-qk": 0.1, "learned-qkv": 0.05})
+    _fake_run(tmp_path, {"learned-qk": 0.101, "learned-qkv": 0.05}, seed=1)
+    r = gpu_rows(tmp_path)
+    qk = {x["row"]: x for x in r["rows"]}["learned-qk > learned-qkv"]
+    assert [c["seeds_a"] for c in qk["welch"]] == [2, 2] and qk["verdict"].startswith("agrees")
+    assert len(r["seed_runs"]) == 2 and "Welch" in "\n".join(gpu_section(tmp_path))
 
 
 def test_committed_gpu_run_renders():
