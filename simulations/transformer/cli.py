@@ -245,11 +245,7 @@ def cmd_lr_sweep(args: argparse.Namespace) -> int:
     variants = tuple(v for v in (args.variants or ",".join(SWEEP_VARIANTS)).split(",") if v)
     if "learned-qk" not in variants:
         raise InvalidInput(f"--variants={args.variants!r} must include learned-qk (the rule reads it)")
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
-    res = run_sweep(mults, variants, workers=args.workers, preset=args.preset)
+    res = run_sweep(mults, variants, workers=args.workers, preset=args.preset)  # (--threads: set by the guard)
     canonical = tuple(mults) == MULTS
     from stylized.harness.results import figures_dir
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .evaluate import PAPER_RATIOS
+from .evaluate import paper_ratio
 from .verdicts import PAPER_ROWS
 
 __all__ = ["GPU_DIR", "paper_at_tokens", "window_deltas", "gpu_rows", "plot_gpu"]
@@ -32,12 +32,7 @@ N_BOOT = 4000
 
 def paper_at_tokens(variant: str, tokens: int) -> float | None:
     """The paper's PPL(L)/PPL(512) at ``tokens`` absolute tokens (None where it reports none)."""
-    if tokens % PAPER_L_TRAIN:
-        return None
-    m = tokens // PAPER_L_TRAIN
-    if variant not in PAPER_RATIOS:
-        return None
-    return 1.0 if m == 1 else PAPER_RATIOS[variant].get(m)
+    return None if tokens % PAPER_L_TRAIN else paper_ratio(variant, tokens // PAPER_L_TRAIN)
 
 
 def _losses(directory: Path, variant: str) -> dict[int, np.ndarray] | None:
