@@ -13,7 +13,9 @@
 #   bash scripts/gpu_check.sh --dry-run     (CPU: skips the GPU checks; smoke preset, < 60 s)
 # Knobs: PY, GPU_TRAIN_SECONDS (training budget per variant, default 240), GPU_GUARD_SECONDS (hard
 # timeout per variant, default 420), GPU_SEED (training seed, default 0; results in transformer_gpu-sN), GPU_COMPILE=1
-# (torch.compile), VARIANTS (space separated).
+# (torch.compile), GPU_THREADS (torch CPU threads per run, default 2; 1 when more than 8 runs share the 16 cores),
+# VARIANTS (space separated).  Two seeds in one call: run the script twice at once with OUT= (no packing), then pack
+# ./gpu_results yourself (scripts/gpu_seeds.sh).
 # With $OUT set (the device tool), everything is packed into $OUT/gpu_check.tgz plus $OUT/summary.md, since only
 # eight files come back from a device call.
 # The GPU machine has no package registry and no network: its python3 already holds numpy, scipy, numba,
@@ -32,7 +34,7 @@ WORK=./gpu_results
 SEED=${GPU_SEED:-0}
 RESULTS=$WORK/transformer_gpu
 if [[ $SEED != 0 ]]; then RESULTS=$WORK/transformer_gpu-s$SEED; fi
-if [[ $DRY == 1 ]]; then WORK=${OUT:-./gpu_results}; RESULTS=$WORK/transformer_dry_run; fi
+if [[ $DRY == 1 ]]; then WORK=${OUT:-./gpu_results}; RESULTS=$WORK/transformer_dry_run; if [[ $SEED != 0 ]]; then RESULTS=$RESULTS-s$SEED; fi; fi
 mkdir -p "$RESULTS"
 VARIANTS=${VARIANTS:-"rope nope alibi random-qk random-qkv learned-qk learned-qkv path"}
 pack() {  # only eight files come back from a device call: one archive and the table
@@ -143,8 +145,9 @@ if [[ $DRY == 1 ]]; then
   PRESET=smoke; BUDGET=30; GUARD=120; EXTRA=(--device cpu --steps 10 --threads 1)
   export OMP_NUM_THREADS=1 STYLIZED_ROTATION_KERNELS=0
 else
-  PRESET=gpu; BUDGET=${GPU_TRAIN_SECONDS:-240}; GUARD=${GPU_GUARD_SECONDS:-420}; EXTRA=(--threads 2)
-  export OMP_NUM_THREADS=2
+  THREADS=${GPU_THREADS:-2}
+  PRESET=gpu; BUDGET=${GPU_TRAIN_SECONDS:-240}; GUARD=${GPU_GUARD_SECONDS:-420}; EXTRA=(--threads "$THREADS")
+  export OMP_NUM_THREADS=$THREADS
   if [[ "${GPU_COMPILE:-0}" == 1 ]]; then EXTRA+=(--compile); fi
   $PY -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0))" \
     > "$RESULTS/env.txt" 2>&1 || true
@@ -167,45 +170,7 @@ FAILED=""
 for v in $VARIANTS; do
   if ! wait "${PIDS[$v]}"; then FAILED="$FAILED $v"; echo "  $v: FAILED or timed out (see $RESULTS/$v.log)"; fi
 done
-$PY - "$RESULTS" "$PRESET" $VARIANTS <<'PY' || echo "summary failed"
-import json, sys
-from pathlib import Path
-res, preset, variants = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
-rows, runs = [], {}
-for v in variants:
-    f = res / f"{v}.json"
-    try:
-        d = json.loads(f.read_text())
-    except (OSError, ValueError):
-        continue
-    runs[v] = d
-    rows.append({"variant": v, "steps": d["step"], "train_s": round(d["seconds"], 1),
-                 "final_loss": d["history"][-1][1] if d["history"] else None, "eval": d.get("eval", []),
-                 "eval_complete": d.get("eval_complete", True)})
-mults = sorted({r["multiple"] for d in runs.values() for r in d.get("eval", [])})
-L = {r["multiple"]: r["L"] for d in runs.values() for r in d.get("eval", [])}
-md = [f"# transformer comparison, preset {preset}: PPL(L)/PPL(L_train) per variant", ""]
-for key, name in (("ratio_all", "the author's metric (mean loss over the whole length-L window)"),
-                  ("ratio", "the target metric (the same last L_train tokens at every length)")):
-    md += [f"## {name}", "", "| variant | steps | train s | PPL(1x) | " + " | ".join(f"{m}x ({L[m]:,})" for m in mults)
-           + " |", "|" + "---|" * (4 + len(mults))]
-    for v in variants:
-        if v not in runs:
-            md.append(f"| {v} | failed | | | " + " | " * len(mults))
-            continue
-        d = runs[v]
-        ev = {r["multiple"]: r for r in d.get("eval", [])}
-        cells = [f"{ev[m][key]:.2f} [{ev[m]['ci_low' + key[5:]]:.2f}, {ev[m]['ci_high' + key[5:]]:.2f}]"
-                 if m in ev else ("—" if d.get("eval_complete", True) else "not reached") for m in mults]
-        ppl1 = f"{ev[1]['ppl']:.3f}" if 1 in ev else "—"
-        md.append(f"| {v} | {d['step']} | {d['seconds']:.0f} | {ppl1} | " + " | ".join(cells) + " |")
-    md.append("")
-md.append("Intervals: 95% percentile bootstrap over the evaluation windows (one seed; the author's windows differ per "
-          "length, so the interval treats the two lengths as paired by index only).")
-(res / "summary.md").write_text("\n".join(md) + "\n")
-(res / "summary.json").write_text(json.dumps({"preset": preset, "rows": rows}, indent=1))
-print("\n".join(md))
-PY
+$PY -m simulations.transformer.gpu_summary "$RESULTS" "$PRESET" $VARIANTS || echo "summary failed"
 cp -r "$CKPTS/eval" "$RESULTS/" 2>/dev/null || true  # the per-window losses (the seed-level verdicts read them)
 rm -rf "$CKPTS"
 if [[ -n "$CHECKS_PID" ]]; then

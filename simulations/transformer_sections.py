@@ -178,18 +178,26 @@ def gpu_section(directory: Path) -> list[str]:
         return []
     L = r["L_train"]
     mults = sorted({e["multiple"] for x in r["runs"].values() for e in x["eval"] if e["multiple"] * L >= 1024})
-    lines = ["### The gpu preset on one H200 (one seed, to 65,536 tokens)", "",
-             "Command: `bash scripts/gpu_check.sh` on one NVIDIA H200 (results in `simulations/results/transformer/gpu/`, "
-             "its log `gpu_check.log`). The 8 variants trained at once as separate processes on the one GPU under the "
-             f"`gpu` preset (6 × 384, 6 heads, L_train = {L}, batch 32, bf16, the author's model points, seed 0), each "
-             "for at most 200 s of training (2,500 steps, or fewer where the budget ran out: the steps column; seed 1 "
-             "of the two learned variants trained alone, 105 s), then "
-             "evaluated on the author's 20 random windows per length. PPL(L)/PPL(L_train), the author's metric; the "
-             "paper's ratio (to PPL(512), 16 × 768, OpenWebText) at the same absolute length in parentheses. Figure: "
-             "`figures/transformer_gpu.png`.", "",
+    counts: dict[str, list[int]] = {}
+    for k, seed_runs in r["seed_runs"]:
+        for v in seed_runs:
+            counts.setdefault(v, []).append(k)
+    seeds_text = "; ".join(f"{v} {', '.join(map(str, ks))}" for v, ks in counts.items())
+    lines = ["### The gpu preset on one H200 (to 65,536 tokens)", "",
+             "Commands: `bash scripts/gpu_check.sh` (seed 0, all 8 variants with the CuPy checks beside them), "
+             "`GPU_SEED=1 VARIANTS=\"learned-qk learned-qkv\" bash scripts/gpu_check.sh --transformer-only`, and "
+             "`scripts/gpu_seeds.sh` (two or three seeds' runs at once in one device call), on one NVIDIA H200 (results "
+             "in `simulations/results/transformer/gpu/` and `gpu/seed<k>/`, their logs beside them). Every run: the "
+             f"`gpu` preset (6 × 384, 6 heads, L_train = {L}, batch 32, bf16, the author's model points), up to 2,500 "
+             "steps within a training budget of 200–240 s (the steps column: seed 0's runs shared the GPU with the CuPy "
+             "checks and eight processes and some stopped short; every later run reached 2,500), then evaluated on the "
+             f"author's 20 random windows per length. Seeds: {seeds_text}; PaTH has one seed (its 2,500 steps need "
+             "about 500 s of the device). PPL(L)/PPL(L_train), the author's metric; the paper's ratio (to PPL(512), "
+             "16 × 768, OpenWebText) at the same absolute length in parentheses. Figure: `figures/transformer_gpu.png`.",
+             "",
              "| variant | seed | steps | PPL(L_train) | " + " | ".join(f"{m * L:,} tok." for m in mults) + " |",
              "|---|---|---|---|" + "---|" * len(mults)]
-    for k, seed_runs in enumerate(r["seed_runs"]):
+    for k, seed_runs in r["seed_runs"]:
         for v, x in seed_runs.items():
             ev = {e["multiple"]: e for e in x["eval"]}
             cells = []
@@ -201,15 +209,21 @@ def gpu_section(directory: Path) -> list[str]:
     welch_rows = [x for x in r["rows"] if x.get("welch")]
     if welch_rows:
         lines += ["", "Rows with ≥ 2 seeds per arm, the project's rule (Welch on the per-seed log-ratios, two-sided level "
-                  "0.05; its level was measured at the cpu preset's seed counts, not at 2 per arm): Δ = mean log ratio(A) "
-                  "− mean log ratio(B), > 0 the paper's side. The paper's row is a claim at its longest length "
-                  "(65K); at ≤ 16K its own Q/K and Q/K/V rows are tied.", "",
-                  "| row | length | seeds A / B | Δ [95% Welch CI] | p | verdict |", "|---|---|---|---|---|---|"]
+                  "0.05): Δ = mean log ratio(A) − mean log ratio(B), > 0 the paper's side. Level: the rule's measured "
+                  "false-decision rate at the row's seeds per arm, under a null built from these runs' own per-window "
+                  "losses at 65,536 tokens (`python -m simulations.transformer.gpu_report`, `gpu/verdict_level.json`; "
+                  "nominal 0.05). The paper's row is a claim at its longest length (65K); at ≤ 16K its own Q/K and "
+                  "Q/K/V rows are tied.", "",
+                  "| row | length | seeds A / B | Δ [95% Welch CI] | p | verdict | level (decided) |",
+                  "|---|---|---|---|---|---|---|"]
         for x in welch_rows:
             for c in x["welch"]:
+                lv = c.get("level")
+                level = (f"{fmt(lv['decided_rate'], 3)} [{fmt(lv['decided_ci'][0], 3)}, {fmt(lv['decided_ci'][1], 3)}]"
+                         if lv else "not measured")
                 lines.append(row(x["row"], f"{c['tokens']:,} tok.", f"{c['seeds_a']} / {c['seeds_b']}",
                                  f"{c['delta']:+.3f} [{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]", fmt(c["p"], 3),
-                                 c["verdict"]))
+                                 c["verdict"], level))
     lines += ["", "Each paper row's verdict (at the longest length with ≥ 2 seeds per arm; *undecided (1 seed)* "
               "otherwise) and, for seed 0, Δ = log ratio(A) − log ratio(B) (author's metric; > 0 is the paper's side) "
               "with a 95% bootstrap interval over the shared evaluation windows: evaluation noise only, not the "

@@ -111,17 +111,37 @@ def seeds_of(variant: str, preset: str, seeds: list[int] | None, extra_seeds: li
     return [0, 1, 2] if variant in SEEDED_VARIANTS else [0]
 
 
-def _same_preset(previous: Path, model: dict, train: dict) -> bool:
+def _has_tables(variant: str, mcfg: GPTConfig) -> bool:
+    """Whether ``variant`` trains angle tables, the only parameters ``angle_lr_mult`` reaches."""
+    from dataclasses import replace
+
+    from .model import GPT
+
+    return any(n.endswith("angle_table") for n, _ in GPT(replace(mcfg, variant=variant)).named_parameters())
+
+
+def _same_preset(previous: Path, model: dict, train: dict, variant: str | None = None,
+                 mcfg: GPTConfig | None = None) -> bool:
     """Whether the comparison last written at ``previous`` ran this preset's model and training settings: the
-    evaluation caches carry no model settings, so without checkpoints only then are they this preset's."""
+    evaluation caches carry no model settings, so without checkpoints only then are they this preset's.
+
+    With ``variant`` (and its ``mcfg``) the question is asked for that variant alone: a variant without angle
+    tables is untouched by the tables' multiplier ``angle_lr_mult``, so a change of it alone keeps its caches.
+    """
     try:
         prev = json.loads(previous.read_text(encoding="utf-8"))["params"]
-        same = prev["model"] == model and prev["train"] == train
+        prev_model, same_train = dict(prev["model"]), prev["train"] == train
     except (OSError, ValueError, KeyError, TypeError):
         return False
+    now = dict(model)
+    if variant is not None and mcfg is not None and not _has_tables(variant, mcfg):
+        prev_model.pop("angle_lr_mult", None)
+        now.pop("angle_lr_mult", None)
+    same = same_train and prev_model == now
     if not same:
-        print(f"[compare] {previous} ran other model or training settings: its evaluation caches are not reused "
-              "without checkpoints", flush=True)
+        who = f"{variant}: " if variant else ""
+        print(f"[compare] {who}{previous} ran other model or training settings: its evaluation caches are not "
+              "reused without checkpoints", flush=True)
     return same
 
 
@@ -237,10 +257,11 @@ def compare(
 
     p = get_preset(preset)
     train_params = {**p["train"], "steps": tcfg.steps, "data": tcfg.data or "builtin"}
-    use_caches = _same_preset(root / f"{preset}_{name}.json", p["model"], train_params)
+    previous = root / f"{preset}_{name}.json"
+    use_caches = {v: _same_preset(previous, p["model"], train_params, v, mcfg) for v in variants}
     jobs = []
     for v, s, path in all_jobs:
-        rows = cached_rows(path, v, s, mcfg, tcfg, ecfg, corpus) if use_caches else None
+        rows = cached_rows(path, v, s, mcfg, tcfg, ecfg, corpus) if use_caches[v] else None
         if rows is None:
             jobs.append((v, s, path))
         else:

@@ -50,3 +50,22 @@ def test_compare_from_eval_caches_without_checkpoints(text_dir, tmp_path, capsys
     (out / "smoke_compare.json").write_text(json.dumps(res))
     compare("smoke", ["random-qk"], results_dir=out, figure=tmp_path / "d.png", **{**kw, "seeds": [0]})
     assert (out / "checkpoints" / "smoke" / "random-qk.pt").exists() and "not reused" in capsys.readouterr().out
+
+
+def test_compare_keeps_caches_of_variants_the_table_multiplier_does_not_reach(tmp_path):
+    """A change of ``angle_lr_mult`` alone keeps rope's evaluation caches and retrains the learned variants."""
+    from simulations.transformer.compare import _same_preset
+    from simulations.transformer.model_config import GPTConfig
+
+    model = {"n_layer": 1, "n_embd": 32, "n_head": 2, "block_size": 16, "angle_lr_mult": 3.0}
+    train = {"steps": 20}
+    prev = tmp_path / "cpu-long_compare.json"
+    prev.write_text(json.dumps({"params": {"model": model, "train": train}}))
+    mcfg = GPTConfig(n_layer=1, n_embd=32, n_head=2, block_size=16, vocab_size=256)
+    now = {**model, "angle_lr_mult": 1.0}
+    assert _same_preset(prev, now, train, "rope", mcfg) and _same_preset(prev, now, train, "nope", mcfg)
+    assert not _same_preset(prev, now, train, "learned-qk", mcfg)
+    assert not _same_preset(prev, now, train)  # asked for no variant: the whole model must match
+    assert not _same_preset(prev, {**now, "n_embd": 64}, train, "rope", mcfg)
+    assert not _same_preset(prev, model, {"steps": 40}, "rope", mcfg)
+    assert not _same_preset(tmp_path / "missing.json", model, train, "rope", mcfg)

@@ -80,4 +80,49 @@ def test_committed_gpu_run_renders():
     if gpu_rows(ROOT / "simulations" / "results") is None:
         pytest.skip("no gpu run committed")
     text = "\n".join(gpu_section(ROOT / "simulations" / "results"))
-    assert "65,536 tok." in text and "undecided (1 seed)" in text
+    assert "65,536 tok." in text and "level (decided)" in text
+
+
+def test_seed_numbers_come_from_the_folder_names(tmp_path):
+    _fake_run(tmp_path, {"learned-qk": 0.1, "learned-qkv": 0.05})
+    _fake_run(tmp_path, {"learned-qk": 0.1, "learned-qkv": 0.05}, seed=3)
+    assert [k for k, _ in gpu_rows(tmp_path)["seed_runs"]] == [0, 3]
+    assert "learned-qk 0, 3" in "\n".join(gpu_section(tmp_path))
+
+
+def test_measure_level_under_the_null_of_fabricated_seeds(tmp_path):
+    from simulations.transformer.gpu_report import measure_level, seed_losses
+
+    for k in range(3):
+        _fake_run(tmp_path, {"rope": 0.5 + 0.01 * k, "random-qk": 0.2, "random-qkv": 0.21 - 0.01 * k}, seed=k)
+    D = seed_losses(tmp_path, "rope", 128)
+    assert D.shape == (3, 20)
+    res = measure_level(tmp_path, reps=400)
+    assert res["multiple"] == 128 and res["laws"] == {"random-qk": 3, "random-qkv": 3, "rope": 3}
+    lv = res["level"]["3x3"]
+    assert lv["reps"] == 1200 and 0.0 <= lv["decided_rate"] <= 0.15  # the Welch rule near its nominal 0.05
+    (tmp_path / "transformer" / "gpu" / "verdict_level.json").write_text(json.dumps(res))
+    cell = {x["row"]: x for x in gpu_rows(tmp_path)["rows"]}["rope > random-qk"]["welch"][-1]
+    assert cell["level"]["reps"] == 1200
+
+
+def test_gpu_summary_rebuilds_the_table_from_every_run_in_the_folder(tmp_path):
+    from simulations.transformer.gpu_summary import main, summarize_folder
+
+    def run(v: str, ratio: float) -> dict:
+        ev = [{"multiple": m, "L": 256 * m, "ppl": 3.0, "ratio_all": ratio ** (m > 1), "ci_low_all": 0.9,
+               "ci_high_all": 1.1, "ratio": 1.0, "ci_low": 0.9, "ci_high": 1.1} for m in (1, 2)]
+        return {"variant": v, "step": 2500, "seconds": 100.0, "history": [[2500, 1.0]], "eval": ev}
+
+    (tmp_path / "rope.json").write_text(json.dumps(run("rope", 2.0)))
+    summarize_folder(tmp_path, "gpu", ["rope", "nope"])  # a first call: rope ran, nope failed
+    (tmp_path / "learned-qk.json").write_text(json.dumps(run("learned-qk", 1.2)))  # a second call, same folder
+    out = summarize_folder(tmp_path, "gpu", ["learned-qk"])
+    assert [r["variant"] for r in out["rows"]] == ["rope", "learned-qk"]
+    md = (tmp_path / "summary.md").read_text()
+    assert "| rope | 2500 |" in md and "2.00 [0.90, 1.10]" in md and "nope" not in md
+    assert json.loads((tmp_path / "summary.json").read_text()) == out
+    summarize_folder(tmp_path, "gpu", ["nope"])  # a named variant without its JSON is listed as failed
+    assert "| nope | failed |" in (tmp_path / "summary.md").read_text()
+    assert main([str(tmp_path / "missing"), "gpu"]) == 2
+
