@@ -1,7 +1,8 @@
 """Step-law rows of ``stylized bench``: the generic dense path of a user's law, side by side.
 
-* the generic path (:meth:`stylized.laws.base.StepLaw.walk_scores`: one batched ``einsum`` per step over
-  every chain) against a NumPy per-step loop (the same draws, one ``Mᵀu`` per chain and step), goal ≥ 10×;
+* the generic path (:meth:`stylized.laws.base.StepLaw.route_queries` on pre-drawn dense steps: the compiled kernel
+  :func:`stylized.engine.dense_kernels.dense_route_queries`) against a NumPy per-step loop (the same draws, one
+  ``Mᵀu`` per route and step), goal ≥ 10×; and its NumPy twin (one batched product per step) against the same loop;
 * the same generic path on dense Householder matrices against the Householder Numba kernel
   (``householder_overlaps``) at ``d = 64``: what a law's structured override buys.
 """
@@ -53,12 +54,19 @@ def bench_rows(repeat: int) -> list[dict]:
 
     law_cls = _dense_householder()
     rows = []
+    from stylized.engine.dense_kernels import dense_route_queries_numpy
+
     for d, size, nmax in ((16, 512, 64), (64, 256, 64)):
         law = law_cls(d=d)
         steps = law.sample(np.random.default_rng(1), (size, nmax), np)
         q = np.full(d, 1.0 / np.sqrt(d))
+        law.route_queries(steps[:1, :2], q)  # compile before timing
+        rows.append(_row(f"generic dense law, NumPy twin (one batched product per step), {size} routes × {nmax} steps, "
+                         f"d={d}", "kernel", "NumPy per-step loop (one m_nᵀu per route and step)",
+                         lambda steps=steps, q=q: dense_route_queries_numpy(steps, q),
+                         lambda steps=steps, q=q: _per_step_loop(steps, q), repeat))
         rows.append(_row(f"generic dense law: u_n = P_nᵀq on pre-drawn steps, {size} routes × {nmax} steps, d={d} "
-                         "(StepLaw.route_queries)", "kernel", "NumPy per-step loop (one m_nᵀu per route and step)",
+                         "(StepLaw.route_queries: the compiled kernel)", "kernel", "NumPy per-step loop (one m_nᵀu per route and step)",
                          lambda law=law, steps=steps, q=q: law.route_queries(steps, q),
                          lambda steps=steps, q=q: _per_step_loop(steps, q), repeat,
                          goal="≥ 10× the per-step loop" if d == 16 else None,

@@ -247,9 +247,19 @@ def _lr_sweep_section(directory: Path) -> list[str]:
                              f"{x['planes_mixing']}/{x['planes']}", fmt(x["active"]), fmt(c.get(16), 3),
                              f"{fmt(c.get(max(c)), 3)} ({max(c)}× = {max(c) * L:,} tok.)"))
         if preset == "cpu-long":
-            lines += ["", "The committed cpu-long comparison below was trained at ×3, before this rule was run at its "
-                      "budget; the preset now takes the rule's ×1, and the learned rows at ×1 (learned-qk seeds 1–2, "
-                      "learned-qkv seeds 0–2; seed 0 of learned-qk is the ×1 row above) are still to be trained."]
+            cmp_path = directory / "transformer" / "runs" / "cpu-long" / "cpu-long_compare.json"
+            try:
+                cmp_mult = json.loads(cmp_path.read_text())["params"]["model"].get("angle_lr_mult")
+            except (OSError, ValueError, KeyError):
+                cmp_mult = None
+            if cmp_mult == get_preset(preset)["model"]["angle_lr_mult"]:
+                lines += ["", f"The cpu-long comparison below is at the rule's ×{fmt(cmp_mult)} (its learned-qk seed 0 "
+                          "is the sweep's run above); the ×3 runs trained before the rule are kept beside it "
+                          "(`runs/cpu-long-x3/`)."]
+            else:
+                lines += ["", "The committed cpu-long comparison below was trained at ×3, before this rule was run at "
+                          "its budget; the preset now takes the rule's ×1, and the learned rows at ×1 are still to be "
+                          "trained."]
         lines.append("")
     return lines
 

@@ -111,6 +111,7 @@ def cpu_long_section(directory: Path, ratio_table) -> list[str]:
              f"{p.get('tokens_trained', 0):,} training tokens; seeds {_seeds(p.get('seeds'))}. PPL(L)/PPL(L_train), the author's "
              "metric:", ""]
     lines += ratio_table(r, "all") + [""]
+    lines += _cpu_long_multipliers(directory, r)
     if short.exists():
         s = json.loads(short.read_text())
         lines += ["Both presets at equal absolute lengths (author's metric, seed geometric means; each preset's ratio "
@@ -126,6 +127,34 @@ def cpu_long_section(directory: Path, ratio_table) -> list[str]:
                 lines.append(row(v, f"{tokens:,}", fmt(a["estimate"], 3) if a else "—", fmt(b["estimate"], 3) if b else "—"))
         lines.append("")
     return lines
+
+
+def _cpu_long_multipliers(directory: Path, r: dict) -> list[str]:
+    """The cpu-long verdicts at each table multiplier committed: the preset's (``runs/cpu-long/``) and the ×3 run
+    trained before the lr rule was run at this budget (``runs/cpu-long-x3/``)."""
+    runs = [r]
+    old = directory / "transformer" / "runs" / "cpu-long-x3" / "cpu-long_compare.json"
+    if old.exists():
+        runs.append(json.loads(old.read_text()))
+    lines = ["Every paper row this preset reaches, per table lr multiplier (the preset's ×"
+             f"{fmt(r['params']['model'].get('angle_lr_mult'))} in `runs/cpu-long/`; ×3, trained before the lr rule "
+             "was run at this budget, in `runs/cpu-long-x3/`; rope has no tables and its three runs are shared): "
+             "Welch on the per-seed log-ratios at the longest length, two-sided level 0.05; Δ = mean log ratio(A) − "
+             "mean log ratio(B), > 0 the paper's side.", "",
+             "| multiplier | metric | row | length | seeds A / B | Δ [95% Welch CI] | p | verdict |",
+             "|---|---|---|---|---|---|---|---|"]
+    for run in runs:
+        mult = f"×{fmt(run['params']['model'].get('angle_lr_mult'))}"
+        L = run["params"]["model"]["block_size"]
+        for metric, v in run["verdicts"].items():
+            for x in v["rows"]:
+                if x["verdict"] == "not run" or x.get("b") is None:
+                    continue
+                lines.append(row(mult, metric, x["row"], f"{v['multiple']}× ({v['multiple'] * L:,} tok.)",
+                                 f"{x['seeds_a']} / {x['seeds_b']}",
+                                 f"{x['delta_log']:+.3f} [{x['ci_low']:+.3f}, {x['ci_high']:+.3f}]", fmt(x["p"], 3),
+                                 x["verdict"]))
+    return lines + [""]
 
 
 def recall_section(directory: Path) -> list[str]:

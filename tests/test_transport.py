@@ -115,3 +115,45 @@ def test_window_sums_and_chain_scores_equal_dense_route_product():
     want = np.array([q @ np.linalg.multi_dot([*dense[t, ::-1], k[:, None]])[:, 0] for t in range(4)])
     for f in (householder_chain_scores_numba, householder_chain_scores_numpy):
         assert np.allclose(f(g, q, k), want, atol=1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(d=st.integers(1, 9), routes=st.integers(1, 5), N=st.integers(1, 7), batch=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_dense_route_kernel_equals_its_numpy_twin_and_the_route_product(d, routes, N, batch, seed):
+    """The compiled generic dense path (what a user's ``sample``-only law runs) against its NumPy twin and the
+    dense route product ``P_nᵀ q``, odd ``d`` and leading axes included."""
+    from scipy.stats import ortho_group
+
+    from stylized.engine.dense_kernels import dense_route_queries, dense_route_queries_numpy
+
+    rng = np.random.default_rng(seed)
+    steps = ortho_group.rvs(d, size=routes * N, random_state=rng).reshape(routes, N, d, d) if d > 1 else \
+        rng.choice([-1.0, 1.0], size=(routes, N, 1, 1))
+    q = rng.standard_normal(d)
+    fast, twin = dense_route_queries(steps, q), dense_route_queries_numpy(steps, q)
+    P, oracle = np.broadcast_to(np.eye(d), (routes, d, d)).copy(), np.empty((routes, N, d))
+    for n in range(N):
+        if n:
+            P = P @ steps[:, n]
+        oracle[:, n] = np.einsum("rde,d->re", P, q)
+    assert np.allclose(fast, twin, atol=1e-12) and np.allclose(fast, oracle, atol=1e-12)
+    if batch:  # any leading shape
+        two = dense_route_queries(np.stack([steps, steps]), q)
+        assert two.shape == (2, routes, N, d) and np.array_equal(two[1], fast)
+
+
+def test_dense_route_kernel_does_not_depend_on_threads():
+    from stylized.engine.dense_kernels import dense_route_queries
+
+    rng = np.random.default_rng(3)
+    steps, q = rng.standard_normal((33, 9, 7, 7)), rng.standard_normal(7)
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = dense_route_queries(steps, q)
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+        many = dense_route_queries(steps, q)
+    finally:
+        numba.set_num_threads(before)
+    assert np.array_equal(one, many)

@@ -264,8 +264,16 @@ class StepLaw(ScoreChainHooks, ContextWindowHooks, AttentionSweepHooks, ValueTra
         return None
 
     def route_queries(self, steps, q, *, xrng=None, prepared=None):
-        """``u_n = P_nᵀ q`` for ``n = 0 … N−1``: steps ``(..., N, <step axes>)`` → ``(..., N, d)``."""
+        """``u_n = P_nᵀ q`` for ``n = 0 … N−1``: steps ``(..., N, <step axes>)`` → ``(..., N, d)``.
+
+        Dense float64 NumPy steps of a law that keeps the base :meth:`apply` run through the compiled kernel
+        :func:`stylized.engine.dense_kernels.dense_route_queries` (its NumPy twin is the loop below)."""
         xp = namespace_of(steps)
+        if (self.step_ndim == 2 and type(self).apply is StepLaw.apply and isinstance(steps, np.ndarray)
+                and steps.dtype == np.float64 and steps.ndim >= 3 and steps.shape[-3] > 0 and np.ndim(q) == 1):
+            from ..engine.dense_kernels import dense_route_queries
+
+            return dense_route_queries(steps, q)
         lead = steps.shape[:steps.ndim - self.step_ndim - 1]
         N = steps.shape[len(lead)]
         out = xp.empty(lead + (N, self.d))
