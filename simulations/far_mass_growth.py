@@ -48,7 +48,8 @@ from stylized.core.montecarlo import check_positive_int, progress
 from stylized.core.options import Choice, Choices, Float, FloatList, Int, IntList
 from stylized.engine.farmass import CONTROLS, GrowthModel, growth_trials, horizon_trials
 from stylized.harness.registry import Check, Mutant, Option, Theory, headline, patched, register, scaled
-from stylized.theory.bounds import alibi_far_mass_bound, far_mass_lower_bound, lambda_required
+from stylized.laws.controls import GROWTH_CONTROLS, growth_control
+from stylized.theory.bounds import lambda_required
 from stylized.theory.growth import horizon_crossing, mean_near_sum, predict_growth, ratio_of_means, wald_horizon
 from stylized.theory.weight_laws import FarLaw, estimate_radius, near_chain
 
@@ -104,14 +105,9 @@ def _validate(params: dict) -> None:
 
 
 def _bound(c: str, model: GrowthModel, L: int) -> tuple[float | None, str]:
-    M, D = L - model.D, model.D
-    if c in ("none", "contraction"):
-        return far_mass_lower_bound(D, M, model.lam), "lower bound M/(M+Ke^{2λ}) (any logits ≤ λ)"
-    if c == "log-scaling":
-        return far_mass_lower_bound(D, M, model.lam * math.log(L) / math.log(model.L_train)), "lower bound at λκ(L)"
-    if c == "alibi":
-        return alibi_far_mass_bound(model.lam, model.m, D), "upper bound S/(S+Z_min), every L"
-    return None, "none (logits unbounded below)"
+    """The control's own bound on ``ρ_D(L)`` (:meth:`~stylized.laws.controls.GrowthControl.far_mass_bound`)."""
+    value, _, what = growth_control(c).far_mass_bound(model, L)
+    return value, what
 
 
 def _simulate(model, Ls, params, controls, seed, backend, show) -> tuple[dict, list]:
@@ -227,11 +223,11 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
         if not rs:
             viol[c] = None
             continue
-        up = c == "alibi"
+        up = growth_control(c).far_mass_bound(model, int(Ls[-1]))[1] == "upper"
         viol[c] = int(sum(np.sum(rho[c][:, k] > r["bound"] * (1 + 1e-9)) if up else
                           np.sum(rho[c][:, k] < r["bound"] * (1 - 1e-9)) for k, r in enumerate(rs)))
     bounded = {}
-    for c in ("alibi", "forget-gate"):
+    for c in (c for c in GROWTH_CONTROLS if GROWTH_CONTROLS[c].saturates):
         if c not in controls:
             continue
         p = pred[c][0]

@@ -39,6 +39,7 @@ import numpy as np
 from scipy import special
 
 from ..core.backend import array_namespace, namespace_of, to_numpy, xp_generator
+from ..laws.controls import GROWTH_CONTROLS, LiteralRoute
 from ..laws.families import as_generator, uniform_sphere
 from ..theory.bounds import alibi_far_mass_bound, far_mass_lower_bound, horizon_prediction, lambda_required  # noqa: F401
 from ..theory.growth import GrowthModel  # noqa: F401  (re-exported: the model's parameters live with its theory)
@@ -88,7 +89,7 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 # the stylized growth model with far-mass controls
 # --------------------------------------------------------------------------------------------
-CONTROLS = ("none", "alibi", "log-scaling", "forget-gate", "contraction")
+CONTROLS = tuple(GROWTH_CONTROLS)  # registry order: none, alibi, log-scaling, forget-gate, contraction
 
 
 def contraction_queries_numpy(w, q, beta: float):
@@ -146,31 +147,27 @@ def growth_trial(model: GrowthModel, Ls: np.ndarray, L_sim: int, rng, backend: s
     q = equal_energy_query(d)
     keys = uniform_sphere(rng, (N,), d)
     keys[: (D if model.near == "all" else 1)] = q
-    n = np.arange(N, dtype=float)
     s = _orthogonal_scores(model, N, keys, q, rng, backend)
-    logf = -np.logaddexp(0.0, -(model.gate + model.gate_sd * rng.standard_normal(N)))  # log σ(g)
-    logf[0] = 0.0
-    G = np.cumsum(logf)  # Σ over the n tokens of the route
-    w = uniform_sphere(rng, (N,), d)
-    Uc = (contraction_queries_numba if backend == "numba" else contraction_queries_numpy)(w, q, model.beta)
-    sc = lam * np.einsum("nd,nd->n", Uc, keys)
-    unorm2 = float(Uc[-1] @ Uc[-1])
-    logits = {"none": s, "alibi": s - model.m * n, "forget-gate": s + G, "contraction": sc}
-    kappa = np.log(Ls) / math.log(model.L_train)
+    route = LiteralRoute(model, s, np.arange(N, dtype=float), q, keys, rng, backend)
+    # every control draws its literal randomness (registry order), whichever are asked
+    literal = {name: ctl.literal_logits(route) for name, ctl in GROWTH_CONTROLS.items()}
+    asked = [GROWTH_CONTROLS[c] for c in GROWTH_CONTROLS if c in controls]
+    scaled = [ctl for ctl in asked if ctl.length_scaled]
+    kappa = {ctl.name: ctl.logit_scales(model, Ls) for ctl in scaled}
 
     rho = {c: np.full(Ls.size, np.nan) for c in controls}
     lse_near = {}
     far_acc = {}  # running far LSE per L-independent control
-    for c in controls:
-        if c == "log-scaling":
+    for ctl in asked:
+        if ctl.length_scaled:
             continue
-        x = logits[c]
-        lse_near[c] = lse(x[:D], backend)
+        x = literal[ctl.name][0]
+        lse_near[ctl.name] = lse(x[:D], backend)
         cum = _cum_lse(x[D:])
-        far_acc[c] = float(cum[-1]) if cum.size else -math.inf
+        far_acc[ctl.name] = float(cum[-1]) if cum.size else -math.inf
         for k, L in enumerate(Ls):
             if L <= N:
-                rho[c][k] = _rho(float(cum[L - D - 1]) if L > D else -math.inf, lse_near[c])
+                rho[ctl.name][k] = _rho(float(cum[L - D - 1]) if L > D else -math.inf, lse_near[ctl.name])
     # L* (no control) inside the literal range
     cross = math.nan
     if "none" in controls:
@@ -178,39 +175,27 @@ def growth_trial(model: GrowthModel, Ls: np.ndarray, L_sim: int, rng, backend: s
         hit = np.nonzero(cum >= lse_near["none"])[0]
         if hit.size:
             cross = float(D + hit[0] + 1)
-    if "log-scaling" in controls:
-        lse_near["log-scaling"] = np.array([lse(kp * s[:D], backend) for kp in kappa])
-        far_ls = np.array([lse(kp * s[D:min(L, N)], backend) for kp, L in zip(kappa, Ls)])
+    far_ls = {}  # length-scaled controls: far LSE per L
+    for ctl in scaled:
+        x, c = literal[ctl.name][0], ctl.name
+        lse_near[c] = np.array([lse(kp * x[:D], backend) for kp in kappa[c]])
+        far_ls[c] = np.array([lse(kp * x[D:min(L, N)], backend) for kp, L in zip(kappa[c], Ls)])
         for k, L in enumerate(Ls):
             if L <= N:
-                rho["log-scaling"][k] = _rho(float(far_ls[k]), float(lse_near["log-scaling"][k]))
+                rho[c][k] = _rho(float(far_ls[c][k]), float(lse_near[c][k]))
     # streamed continuation for L > N
     big = Ls[Ls > N]
     if big.size:
-        a = (d - 1) / 2.0
-        G_last, logu2 = float(G[-1]), math.log(max(unorm2, 1e-300))
-        shrink = model.beta * (2.0 - model.beta)
+        state = {ctl.name: literal[ctl.name][1] for ctl in asked}
         start = N
         while start < big.max():
             stop = int(min(start + chunk, big[big > start].min()))  # chunks end on every L
             m = stop - start
             nn = np.arange(start, stop, dtype=float)
-            xi = haar_coordinates(rng, m, d)
-            ls = lam * xi
-            if "forget-gate" in controls:
-                g = -np.logaddexp(0.0, -(model.gate + model.gate_sd * rng.standard_normal(m)))
-                Gc = G_last + np.cumsum(g)
-                G_last = float(Gc[-1])
-            if "contraction" in controls:
-                c_draw = rng.beta(0.5, a, m)
-                lu = logu2 + np.cumsum(np.log1p(-shrink * c_draw))
-                logu2 = float(lu[-1])
-                xc = lam * np.exp(0.5 * lu) * haar_coordinates(rng, m, d)
-            chunk_x = {"none": ls, "alibi": ls - model.m * nn}
-            if "forget-gate" in controls:
-                chunk_x["forget-gate"] = ls + Gc
-            if "contraction" in controls:
-                chunk_x["contraction"] = xc
+            ls = lam * haar_coordinates(rng, m, d)
+            chunk_x = {}
+            for ctl in asked:  # the asked controls draw, in registry order
+                chunk_x[ctl.name], state[ctl.name] = ctl.chunk_logits(model, ls, nn, rng, state[ctl.name], np)
             prev = far_acc.get("none", -math.inf)
             for c in far_acc:
                 far_acc[c] = float(np.logaddexp(far_acc[c], lse(chunk_x[c], backend)))
@@ -218,13 +203,16 @@ def growth_trial(model: GrowthModel, Ls: np.ndarray, L_sim: int, rng, backend: s
                 cum = np.logaddexp(prev, _cum_lse(ls))
                 cross = float(start + np.nonzero(cum >= lse_near["none"])[0][0] + 1)
             for k, L in enumerate(Ls):
-                if start < L and "log-scaling" in controls:
-                    far_ls[k] = float(np.logaddexp(far_ls[k], lse(kappa[k] * ls[: L - start], backend)))
+                for ctl in scaled:
+                    if start < L:
+                        c = ctl.name
+                        far_ls[c][k] = float(np.logaddexp(far_ls[c][k], lse(kappa[c][k] * chunk_x[c][: L - start],
+                                                                                backend)))
                 if L == stop:
                     for c in far_acc:
                         rho[c][k] = _rho(far_acc[c], lse_near[c])
-                    if "log-scaling" in controls:
-                        rho["log-scaling"][k] = _rho(float(far_ls[k]), float(lse_near["log-scaling"][k]))
+                    for ctl in scaled:
+                        rho[ctl.name][k] = _rho(float(far_ls[ctl.name][k]), float(lse_near[ctl.name][k]))
             start = stop
     return {"rho": rho, "lse_near": lse_near, "cross": cross}
 
@@ -300,11 +288,6 @@ def _near_scores_xp(model: GrowthModel, T: int, rng, xrng, xp, backend: str):
     return xp.concatenate(parts, axis=1)
 
 
-def _log_forget_xp(model: GrowthModel, xrng, xp, shape: tuple):
-    """``log σ(g)``, ``g ~ N(gate, gate_sd²)`` per token."""
-    return -xp.logaddexp(0.0, -(model.gate + model.gate_sd * xrng.standard_normal(size=shape)))
-
-
 def _first_crossing_xp(m, s, x, target, start: int, cross, xp):
     """First ``L`` where the running far ``LSE`` (state ``(m, s)`` before block ``x``) reaches ``target``.
 
@@ -330,51 +313,42 @@ def _growth_trials_xp(model: GrowthModel, Ls: np.ndarray, T: int, rng: np.random
     """
     xp, xrng = array_namespace(backend), xp_generator(backend, rng)
     lam, D, d = model.lam, model.D, model.family.d
-    a, shrink, n_al = (d - 1) / 2.0, model.beta * (2.0 - model.beta), (D if model.near == "all" else 1)
     s_near = _near_scores_xp(model, T, rng, xrng, xp, backend)
-    near = {"none": s_near, "alibi": s_near - model.m * xp.arange(D, dtype=xp.float64)}
-    if "forget-gate" in controls:
-        logf = _log_forget_xp(model, xrng, xp, (T, D))
-        logf[:, 0] = 0.0
-        G = xp.cumsum(logf, axis=1)  # Σ over the n tokens of the route
-        near["forget-gate"], G_last = s_near + G, G[:, -1]
-    if "contraction" in controls:
-        g = xrng.standard_normal(size=(D, T, d))
-        q = xp.asarray(equal_energy_query(d))
-        Uc = contraction_queries_numpy(g / xp.sqrt(xp.sum(g * g, axis=-1, keepdims=True)), q, model.beta)
-        norms = xp.sqrt(xp.sum(Uc[n_al:] ** 2, axis=-1)).T
-        near["contraction"] = xp.concatenate([lam * (Uc[:n_al] @ q).T,
-                                              lam * norms * haar_coordinates(xrng, norms.shape, d)], axis=1)
-        logu2 = xp.log(xp.maximum(xp.sum(Uc[-1] ** 2, axis=-1), 1e-300))
-    lse_near = {c: _lse_xp(near[c], xp) for c in controls if c != "log-scaling"}
+    asked = [GROWTH_CONTROLS[c] for c in GROWTH_CONTROLS if c in controls]
+    near, cstate = {}, {}
+    for ctl in asked:  # the asked controls draw, in registry order
+        near[ctl.name], cstate[ctl.name] = ctl.near_logits_xp(model, s_near, xrng, xp)
+    lse_near = {ctl.name: _lse_xp(near[ctl.name], xp) for ctl in asked if not ctl.length_scaled}
     state = {c: (xp.full(T, -xp.inf), xp.zeros(T)) for c in lse_near}
     far = {c: xp.empty((T, Ls.size)) for c in controls}
-    kappa = np.log(Ls) / math.log(model.L_train)
-    if "log-scaling" in controls:
-        lse_near["log-scaling"] = _lse_xp(xp.asarray(kappa)[None, :, None] * s_near[:, None, :], xp)
-        ls_state = [(xp.full(T, -xp.inf), xp.zeros(T)) for _ in kappa]
+    scaled = [ctl for ctl in asked if ctl.length_scaled]
+    kappa = {ctl.name: ctl.logit_scales(model, Ls) for ctl in scaled}
+    ls_state = {}
+    for ctl in scaled:
+        c = ctl.name
+        lse_near[c] = _lse_xp(xp.asarray(kappa[c])[None, :, None] * near[c][:, None, :], xp)
+        ls_state[c] = [(xp.full(T, -xp.inf), xp.zeros(T)) for _ in kappa[c]]
     cross = xp.full(T, xp.nan)
     block, start, k = max(1, _XP_ELEMS // T), D, 0
     while k < Ls.size:
         stop = int(min(start + block, Ls[k]))
         xi = lam * haar_coordinates(xrng, (T, stop - start), d)
-        x = {"none": xi, "alibi": xi - model.m * xp.arange(start, stop, dtype=xp.float64)}
-        if "forget-gate" in controls:
-            Gc = G_last[:, None] + xp.cumsum(_log_forget_xp(model, xrng, xp, xi.shape), axis=1)
-            x["forget-gate"], G_last = xi + Gc, Gc[:, -1]
-        if "contraction" in controls:
-            lu = logu2[:, None] + xp.cumsum(xp.log1p(-shrink * xrng.beta(0.5, a, size=xi.shape)), axis=1)
-            x["contraction"], logu2 = lam * xp.exp(0.5 * lu) * haar_coordinates(xrng, xi.shape, d), lu[:, -1]
+        offsets = xp.arange(start, stop, dtype=xp.float64)
+        x = {}
+        for ctl in asked:
+            x[ctl.name], cstate[ctl.name] = ctl.chunk_logits(model, xi, offsets, xrng, cstate[ctl.name], xp)
         if "none" in controls:
             cross = _first_crossing_xp(*state["none"], xi, lse_near["none"], start, cross, xp)
         state = {c: _fold_lse(*state[c], x[c], xp) for c in state}
-        if "log-scaling" in controls:
-            ls_state[k:] = [_fold_lse(m, s, kappa[j] * xi, xp) for j, (m, s) in enumerate(ls_state[k:], start=k)]
+        for ctl in scaled:
+            c = ctl.name
+            ls_state[c][k:] = [_fold_lse(m, s, kappa[c][j] * x[c], xp)
+                               for j, (m, s) in enumerate(ls_state[c][k:], start=k)]
         while k < Ls.size and Ls[k] == stop:  # record every L that ends here
             for c in state:
                 far[c][:, k] = state[c][0] + xp.log(state[c][1])
-            if "log-scaling" in controls:
-                far["log-scaling"][:, k] = ls_state[k][0] + xp.log(ls_state[k][1])
+            for ctl in scaled:
+                far[ctl.name][:, k] = ls_state[ctl.name][k][0] + xp.log(ls_state[ctl.name][k][1])
             k += 1
         start = stop
     near_h = {c: to_numpy(v) for c, v in lse_near.items()}

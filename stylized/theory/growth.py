@@ -20,6 +20,7 @@ import numpy as np
 
 from ..core._broadcast import ArgumentTypeError, broadcasting, check, check_callable, check_choice, check_instance
 from ..core.options import arg_real
+from ..laws.controls import GROWTH_CONTROLS, growth_control
 from ..laws.families import StepFamily
 from .bounds import horizon_prediction
 from .weight_laws import (
@@ -61,7 +62,7 @@ class GrowthModel:
 # ---------------------------------------------------------------------------------------
 # argument checks (the model, its chain, the context lengths)
 # ---------------------------------------------------------------------------------------
-_GROWTH_CONTROLS = ("none", "alibi", "log-scaling", "forget-gate")  # "contraction" has no prediction here
+_GROWTH_CONTROLS = tuple(n for n, c in GROWTH_CONTROLS.items() if c.predicted)  # those with a prediction
 
 
 def _check_model(model):
@@ -161,18 +162,15 @@ def _far_terms(far: FarLaw, c_of_n, D: int, Ls: np.ndarray, sig: np.ndarray, lam
 
 
 def control_factor(model, control: str) -> float | None:
-    """Geometric weight factor ``r`` of a control (``c_n = r^n``), ``None`` for ``c_n = 1``."""
-    if control == "alibi":
-        return math.exp(-model.m)
-    if control == "forget-gate":
-        r = forget_gate_mean(model.gate, model.gate_sd)
-        return None if r >= 1.0 else r  # σ(g) = 1 in float64 (g ≳ 37): no decay, c_n = 1
-    return None
+    """Geometric weight factor ``r`` of a control (``c_n = r^n``), ``None`` for ``c_n = 1`` (the control's own
+    :meth:`~stylized.laws.controls.GrowthControl.weight_factor`)."""
+    return growth_control(control).weight_factor(model)
 
 
 def control_lambda(model, control: str, L: int) -> float:
-    """The logit scale at context length ``L``: ``λ ln L/ln L_train`` under log-scaling, else ``λ``."""
-    return model.lam * math.log(L) / math.log(model.L_train) if control == "log-scaling" else model.lam
+    """The logit scale at context length ``L``: ``λ ln L/ln L_train`` under log-scaling, else ``λ`` (the control's own
+    :meth:`~stylized.laws.controls.GrowthControl.lam_at`)."""
+    return growth_control(control).lam_at(model, L)
 
 
 def mean_near_sum(model, lam: float, r: float | None, chain, far: FarLaw) -> float:
@@ -209,10 +207,10 @@ def predict_growth(model, Ls, controls, far_law=FarLaw, chain=None, h: float = 0
     _check_model(model)
     Ls = _check_lengths(Ls, model.D)
     if isinstance(controls, str) or not isinstance(controls, (list, tuple)):
-        raise ArgumentTypeError(f"controls must be a list of control names ({', '.join(_GROWTH_CONTROLS)}, "
-                                f"contraction), got {type(controls).__name__} {controls!r:.40}")
+        raise ArgumentTypeError(f"controls must be a list of control names ({', '.join(GROWTH_CONTROLS)}), "
+                                f"got {type(controls).__name__} {controls!r:.40}")
     for c in controls:
-        check_choice("controls", c, _GROWTH_CONTROLS + ("contraction",))
+        check_choice("controls", c, tuple(GROWTH_CONTROLS))
     check_callable("far_law", far_law)
     _check_chain("chain", chain, ("mgf", "log_laplace"))
     h = check("h (quadrature step)", h, 0, 1, lo_open=True, scalar=True)
@@ -224,11 +222,12 @@ def predict_growth(model, Ls, controls, far_law=FarLaw, chain=None, h: float = 0
         kind0 = getattr(chain, "theory_kind", kind0)
     out = {}
     for c in controls:
-        if c == "contraction":
+        ctl = growth_control(c)
+        if not ctl.predicted:
             continue
-        r = control_factor(model, c)
-        groups = [(Ls, model.lam)] if c != "log-scaling" else [(Ls[j:j + 1], control_lambda(model, c, int(L)))
-                                                                for j, L in enumerate(Ls)]
+        r = ctl.weight_factor(model)
+        groups = [(Ls, model.lam)] if not ctl.length_scaled else [(Ls[j:j + 1], ctl.lam_at(model, int(L)))
+                                                                  for j, L in enumerate(Ls)]
         vals = []
         for sel, lm in groups:
             far = far_law(lm, d)
@@ -241,7 +240,7 @@ def predict_growth(model, Ls, controls, far_law=FarLaw, chain=None, h: float = 0
                 lpn = chain.log_laplace(lm, cn, sig)
             lpf, tlf = _far_terms(far, r, D, sel, sig, lm)
             vals.append(laplace_ratio_mean(lpf, tlf, lpn[None, :], sig, hh))
-        kind = "approximation" if c == "forget-gate" else (kind0 if model.near == "all" else "closed form")
+        kind = "approximation" if ctl.approximation else (kind0 if model.near == "all" else "closed form")
         out[c] = (np.concatenate(vals), kind)
     return out
 
