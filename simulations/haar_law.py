@@ -311,7 +311,7 @@ CHECK = register(limits(Check(
              Option("d", 64, "dimension d (even for SO(2) families)", Int(2, 4096, size=True)))
     + family_options()[2:] + (
         Option("n", None, "route length n (default ⌈3·W(0.01)⌉ of each family)", Int(1, 10**6, optional=True, size=True, nominal=500)),
-        Option("trials", 10000, "transported scores per family", Int(20, 10**7, size=True)),
+        Option("trials", 20000, "transported scores per family", Int(20, 10**7, size=True)),
         Option("t", [0.1, 0.2, 0.3, 0.4], "tail thresholds t (comma list)", FloatList(0, 1, hi_open=True)),
     ),
     run=run,

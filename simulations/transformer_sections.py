@@ -129,6 +129,11 @@ def cpu_long_section(directory: Path, ratio_table) -> list[str]:
     return lines
 
 
+def paper_regime(tokens: int) -> str:
+    """Which of the paper's Q/K vs Q/K/V regimes an absolute length reaches: tied up to 16K tokens, split from 32K."""
+    return "tied (≤ 16K)" if tokens <= 16_384 else ("split (≥ 32K)" if tokens >= 32_768 else "between")
+
+
 def _cpu_long_multipliers(directory: Path, r: dict) -> list[str]:
     """The cpu-long verdicts at each table multiplier committed: the preset's (``runs/cpu-long/``) and the ×3 run
     trained before the lr rule was run at this budget (``runs/cpu-long-x3/``)."""
@@ -141,8 +146,8 @@ def _cpu_long_multipliers(directory: Path, r: dict) -> list[str]:
              "was run at this budget, in `runs/cpu-long-x3/`; rope has no tables and its three runs are shared): "
              "Welch on the per-seed log-ratios at the longest length, two-sided level 0.05; Δ = mean log ratio(A) − "
              "mean log ratio(B), > 0 the paper's side.", "",
-             "| multiplier | metric | row | length | seeds A / B | Δ [95% Welch CI] | p | verdict |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| multiplier | metric | row | length | paper's regime | seeds A / B | Δ [95% Welch CI] | p | verdict |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for run in runs:
         mult = f"×{fmt(run['params']['model'].get('angle_lr_mult'))}"
         L = run["params"]["model"]["block_size"]
@@ -151,7 +156,7 @@ def _cpu_long_multipliers(directory: Path, r: dict) -> list[str]:
                 if x["verdict"] == "not run" or x.get("b") is None:
                     continue
                 lines.append(row(mult, metric, x["row"], f"{v['multiple']}× ({v['multiple'] * L:,} tok.)",
-                                 f"{x['seeds_a']} / {x['seeds_b']}",
+                                 paper_regime(v["multiple"] * L), f"{x['seeds_a']} / {x['seeds_b']}",
                                  f"{x['delta_log']:+.3f} [{x['ci_low']:+.3f}, {x['ci_high']:+.3f}]", fmt(x["p"], 3),
                                  x["verdict"]))
     return lines + [""]
@@ -243,14 +248,14 @@ def gpu_section(directory: Path) -> list[str]:
                   "losses at 65,536 tokens (`python -m simulations.transformer.gpu_report`, `gpu/verdict_level.json`; "
                   "nominal 0.05). The paper's row is a claim at its longest length (65K); at ≤ 16K its own Q/K and "
                   "Q/K/V rows are tied.", "",
-                  "| row | length | seeds A / B | Δ [95% Welch CI] | p | verdict | level (decided) |",
-                  "|---|---|---|---|---|---|---|"]
+                  "| row | length | paper's regime | seeds A / B | Δ [95% Welch CI] | p | verdict | level (decided) |",
+                  "|---|---|---|---|---|---|---|---|"]
         for x in welch_rows:
             for c in x["welch"]:
                 lv = c.get("level")
                 level = (f"{fmt(lv['decided_rate'], 3)} [{fmt(lv['decided_ci'][0], 3)}, {fmt(lv['decided_ci'][1], 3)}]"
                          if lv else "not measured")
-                lines.append(row(x["row"], f"{c['tokens']:,} tok.", f"{c['seeds_a']} / {c['seeds_b']}",
+                lines.append(row(x["row"], f"{c['tokens']:,} tok.", paper_regime(c["tokens"]), f"{c['seeds_a']} / {c['seeds_b']}",
                                  f"{c['delta']:+.3f} [{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]", fmt(c["p"], 3),
                                  c["verdict"], level))
     lines += ["", "Each paper row's verdict (at the longest length with ≥ 2 seeds per arm; *undecided (1 seed)* "

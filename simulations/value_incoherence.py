@@ -330,7 +330,7 @@ register(limits(Check(
     options=family_options("so2-uniform", 64) + (
         Option("M", [16, 32, 64, 128, 256, 512, 1024, 2048, 4096], "far counts M (comma list; ≥ 2 distinct to fit the exponent)",
                IntList(1, 10**7, size=True, min_len=2)), OPT_D,
-        OPT_NOISE, Option("trials", 400, "Monte Carlo routes per M", Int(2, 10**7, size=True))),
+        OPT_NOISE, Option("trials", 800, "Monte Carlo routes per M", Int(2, 10**7, size=True))),
     run=run_scaling, plot=plot_scaling, module="simulations.value_incoherence",
     validate=_validate_scaling,
     extra={"order": 1, "needs": ("orthogonal",)},

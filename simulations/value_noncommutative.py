@@ -215,7 +215,7 @@ register(limits(Check(
               "the Haar tilted energy's level is resolved to about ±3% only: a 3% error in it need not flip the verdict).",
     options=with_default(family_options("all", 16, multi=True), family=FAMILIES) + (
         Option("M", [4, 16, 64, 256], "far counts M (comma list)", IntList(1, 10**7, size=True)), OPT_D, OPT_LAM, OPT_NOISE,
-        Option("trials", 200, "Monte Carlo routes per (family, weights, M)", Int(2, 10**7, size=True))),
+        Option("trials", 500, "Monte Carlo routes per (family, weights, M)", Int(2, 10**7, size=True))),
     run=run_noncommutative, plot=plot_noncommutative, module="simulations.value_noncommutative",
     validate=_validate,
     extra={"order": 3, "needs": ("orthogonal",)},
