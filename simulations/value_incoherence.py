@@ -294,7 +294,7 @@ register(limits(Check(
               "weights (row by row and pooled over M); and QKV is below half of QK at the largest M.",
     options=family_options("so2-uniform", 64) + (
         Option("M", [1, 4, 16, 64, 256, 1024], "far counts M (comma list)", IntList(1, 10**7, size=True)), OPT_D, OPT_W, OPT_LAM,
-        OPT_KA, OPT_NOISE, Option("trials", 2000, "Monte Carlo routes per M", Int(2, 10**7, size=True))),
+        OPT_KA, OPT_NOISE, Option("trials", 1000, "Monte Carlo routes per M", Int(2, 10**7, size=True))),
     run=run_incoherence, plot=plot_incoherence, module="simulations.value_incoherence",
     validate=_validate_incoherence,
     extra={"order": 0, "needs": ("orthogonal",)},
