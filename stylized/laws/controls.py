@@ -168,8 +168,9 @@ class ForgetGate(GrowthControl):
         return None if r >= 1.0 else r  # σ(g) = 1 in float64 (g ≳ 37): no decay, c_n = 1
 
     @staticmethod
-    def _log_gates(model, rng, shape):
-        return -np.logaddexp(0.0, -(model.gate + model.gate_sd * rng.standard_normal(shape)))
+    def _log_gates(model, rng, shape, xp=np):
+        """``log σ(g)``, ``g ~ N(gate, gate_sd²)`` per token, drawn from ``rng`` in namespace ``xp``."""
+        return -xp.logaddexp(0.0, -(model.gate + model.gate_sd * rng.standard_normal(size=shape)))
 
     def literal_logits(self, route):
         logf = self._log_gates(route.model, route.rng, route.s.shape[0])
@@ -178,14 +179,13 @@ class ForgetGate(GrowthControl):
         return route.s + G, float(G[-1])
 
     def near_logits_xp(self, model, s_near, xrng, xp):
-        logf = -xp.logaddexp(0.0, -(model.gate + model.gate_sd * xrng.standard_normal(size=s_near.shape)))
+        logf = self._log_gates(model, xrng, s_near.shape, xp)
         logf[:, 0] = 0.0
         G = xp.cumsum(logf, axis=1)
         return s_near + G, G[:, -1]
 
     def chunk_logits(self, model, base, offsets, xrng, state, xp):
-        g = -xp.logaddexp(0.0, -(model.gate + model.gate_sd * xrng.standard_normal(size=base.shape)))
-        G = _column(state) + xp.cumsum(g, axis=-1)
+        G = _column(state) + xp.cumsum(self._log_gates(model, xrng, base.shape, xp), axis=-1)
         return base + G, G[..., -1]
 
 
