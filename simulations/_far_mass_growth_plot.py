@@ -95,7 +95,7 @@ def _horizon_figure(out: Path, hrows: list[dict], p: dict) -> Path:
 def plot(result: dict, outdir: Path) -> list[Path]:
     """Three figures: ρ_D vs L per control with its prediction; near signal and required λ(L); the horizon."""
     p = result["params"]
-    rows = [r for r in result["rows"] if r.get("quantity") != "L_1/2"]
+    rows = [r for r in result["rows"] if "L" in r]
     hrows = [r for r in result["rows"] if r.get("quantity") == "L_1/2"]
     controls = list(dict.fromkeys(r["control"] for r in rows))
     cap = (f"{p['family']}, d={p['d']}, λ={p['lam']}, D={p['D']}, near keys={p['near']}, far keys uniform; ALiBi m={p['m']:.4g}, "

@@ -8,8 +8,11 @@ The step is not orthogonal: ``||M x||² = ||x||²(1 − a c²)``, ``a = β(2−�
 Measured: ``--samples`` chains of the law's own transport (:meth:`StepLaw.apply`, renormalised each
 step so the log-norm is accumulated without underflow), ``log ||P_n k||`` at every ``n`` in ``--n``; per
 ``n`` a row for the mean (Student-t) and one for the variance (the mean of squared deviations, its
-Bonett's interval for a non-normal law, :func:`variance_ci`), all ``2·len(n)`` intervals at a joint 95% (Bonferroni) against
-``n μ₁`` and ``n σ₁²``.
+Bonett's interval for a non-normal law, :func:`variance_ci`), against ``n μ₁`` and ``n σ₁²``; and two rows
+for one increment ``X_s``, pooled over every step of every chain with the chain as the unit of its
+interval (:func:`increment_estimates`), against ``μ₁`` and ``σ₁²`` themselves: ``N·max(n)`` increments
+resolve σ₁² to a fraction of a percent, where one ``n`` row's ``N`` sums resolve it to a few percent.
+All ``2·len(n) + 2`` intervals at a joint 95% (Bonferroni).
 
 Far mass: ``ρ_D(L)`` for the contraction and for the orthogonal law with the same gap ``γ = β/d``
 (``lazy-haar`` with ``p = β/d``), ``--far-trials`` contexts each (:mod:`simulations._contraction_far`),
@@ -52,14 +55,17 @@ LEVEL = 0.95
 _ELEMS = 1 << 22
 
 
-def walk_log_norms(law: StepLaw, ns, size: int, xrng, xp=np) -> np.ndarray:
+def walk_log_norms(law: StepLaw, ns, size: int, xrng, xp=np, *, increments: bool = False):
     """``(size, len(ns))`` draws of ``log ||P_n k||`` (``k`` the equal-energy unit vector), one chain per row,
-    by the law's transport ``x ← M x`` on fresh draws, the norm factored out at every step."""
+    by the law's transport ``x ← M x`` on fresh draws, the norm factored out at every step.
+
+    ``increments=True`` also returns ``(size, 2)``: per chain ``Σ_s X_s`` and ``Σ_s X_s²`` over its
+    ``max(ns)`` increments ``X_s = log ||P_s k|| − log ||P_{s−1} k||`` (for :func:`increment_rows`)."""
     ns = [int(n) for n in ns]
     want = {n: c for c, n in enumerate(ns)}
     out = xp.empty((size, len(ns)))
     u = xp.broadcast_to(xp.asarray(equal_energy_query(law.d)), (size, law.d)).copy()
-    acc = xp.zeros(size)
+    acc, acc2 = xp.zeros(size), xp.zeros(size)
     if 0 in want:
         out[:, want[0]] = 0.0
     block = max(1, _ELEMS // (size * law.d))
@@ -69,12 +75,29 @@ def walk_log_norms(law: StepLaw, ns, size: int, xrng, xp=np) -> np.ndarray:
         for t in range(steps.shape[1]):
             u = law.apply(steps[:, t], u, xrng=xrng)
             r = xp.sqrt(xp.sum(u * u, axis=1))
-            acc = acc + xp.log(r)
+            x = xp.log(r)
+            acc, acc2 = acc + x, acc2 + x * x
             u = u / r[:, None]
             n += 1
             if n in want:
                 out[:, want[n]] = acc
+    if increments:
+        return to_numpy(out), to_numpy(xp.stack([acc, acc2], axis=1))
     return to_numpy(out)
+
+
+def increment_estimates(sums: np.ndarray, steps: int, level: float) -> tuple[Estimate, Estimate]:
+    """Mean and variance of one increment ``X_s``, pooled over every step of every chain (``sums`` from
+    :func:`walk_log_norms` with ``increments=True``, ``steps`` increments per chain).
+
+    Pooled: ``μ̂ = ΣΣX/(N T)``, ``σ̂² = ΣΣ(X − μ̂)²/(N T)``.  The intervals treat the chain, not the step,
+    as the unit (Student-t over the ``N`` per-chain means ``S1/T`` and ``Σ_s(X_s − μ̂)²/T``), so they stay
+    valid if a model's increments were dependent along a route; under the claim they are ``√T`` narrower
+    than the per-``n`` rows, which is what gives the σ₁² row its power."""
+    s1, s2 = sums[:, 0], sums[:, 1]
+    T = float(steps)
+    mu = float(s1.sum() / (T * s1.size))
+    return mean_ci(s1 / T, level), mean_ci((s2 - 2.0 * mu * s1 + T * mu * mu) / T, level)
 
 
 def variance_ci(x: np.ndarray, level: float) -> Estimate:
@@ -109,9 +132,9 @@ def _validate(params: dict) -> None:
 
 def _norm_rows(law: Contraction, ns: list[int], samples: int, rng, backend: str) -> list[dict]:
     xp, xrng = array_namespace(backend), xp_generator(backend, rng)
-    x = walk_log_norms(law, ns, samples, xrng, xp)
+    x, sums = walk_log_norms(law, ns, samples, xrng, xp, increments=True)
     mu, var = increment_moments(law.d, law.beta)
-    lvl = bonferroni_level(LEVEL, 2 * len(ns))
+    lvl = bonferroni_level(LEVEL, 2 * len(ns) + 2)
     kind = "closed form (digamma)" if law.beta == 1.0 else "exact law (quadrature)"
     rows = []
     for c, n in enumerate(ns):
@@ -120,6 +143,11 @@ def _norm_rows(law: Contraction, ns: list[int], samples: int, rng, backend: str)
         for what, est, th in (("mean", e, n * mu), ("variance", v, n * var)):
             rows.append({"n": n, "quantity": f"{what} of log||P_n k||", **est.as_row(), "theory": th,
                          "theory_kind": kind, "level": lvl, "in_verdict": True, "agrees": bool(est.contains(th))})
+    T = max(ns)
+    for what, est, th in zip(("mean", "variance"), increment_estimates(sums, T, lvl), (mu, var)):
+        rows.append({"n": 1, "quantity": f"{what} of one increment X_s (pooled over s ≤ {T}, chains as units)",
+                     **est.as_row(), "n_increments": samples * T, "theory": th, "theory_kind": kind, "level": lvl,
+                     "in_verdict": True, "agrees": bool(est.contains(th))})
     return rows
 
 
@@ -159,13 +187,15 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
     mu, var = increment_moments(law.d, law.beta)
     ok_norm = all(r["agrees"] for r in rows)
     ok_far = all(r["agrees"] for r in far)
-    top = rows[-2]
+    top = next(r for r in reversed(rows) if r["quantity"] == "mean of log||P_n k||")
+    inc = rows[-1]
     verdict = (f"contraction d={law.d}, β={law.beta:g} (a = β(2−β) = {shrink_rate(law.beta):.4g}, γ = β/d = "
                f"{law.spectral_gap:.4g}): one increment ½log(1−a c²) has μ₁ = {mu:.6g}, σ₁² = {var:.6g}; "
                f"{sum(r['agrees'] for r in rows)}/{len(rows)} rows of mean and variance of log||P_n k|| agree with "
                f"n μ₁, n σ₁² (joint {LEVEL:.0%}, {samples} chains); at n = {top['n']}: {top['estimate']:.5g} "
                f"[{top['ci_low']:.5g}, {top['ci_high']:.5g}] vs {top['theory']:.5g}, so ||P_n k|| ≈ "
-               f"e^{{{top['theory']:.3g}}}: scores shrink to 0.")
+               f"e^{{{top['theory']:.3g}}}: scores shrink to 0. One increment, pooled over {inc['n_increments']:,}: "
+               f"variance {inc['estimate']:.6g} [{inc['ci_low']:.6g}, {inc['ci_high']:.6g}] vs σ₁² = {var:.6g}.")
     if far:
         per = {}
         for r in far:
@@ -183,7 +213,7 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
 @sp.themed
 def plot(result: dict, outdir: Path) -> list[Path]:
     """Left: mean ``log ||P_n k||`` against ``n μ₁``; right: ``ρ_D(L)`` of both laws and the bound."""
-    rows = [r for r in result["rows"] if r["quantity"].startswith("mean")]
+    rows = [r for r in result["rows"] if r["quantity"] == "mean of log||P_n k||"]
     far = [r for r in result["rows"] if r["quantity"].startswith("far")]
     p = result["params"]
     fig, (a1, a2) = sp.figure(1, 2, height=3.3)
@@ -216,15 +246,15 @@ _walk = walk_log_norms
 _moments = increment_moments
 
 
-def _reflection_walk(law, ns, size, xrng, xp=np):
+def _reflection_walk(law, ns, size, xrng, xp=np, **kw):
     """Model mutant: orthogonal reflections ``I − 2wwᵀ`` walked in place of the contraction (β = 2)."""
-    return _walk(make_family("householder", law.d), ns, size, xrng, xp)
+    return _walk(make_family("householder", law.d), ns, size, xrng, xp, **kw)
 
 
-def _frozen_walk(law, ns, size, xrng, xp=np):
+def _frozen_walk(law, ns, size, xrng, xp=np, **kw):
     """Model mutant: no transport along the route: one step ``M`` per chain, repeated (``Mⁿ k``)."""
     step = law.sample(xrng, (size, 1), xp)
-    return _walk(_Frozen(law, step), ns, size, xrng, xp)
+    return _walk(_Frozen(law, step), ns, size, xrng, xp, **kw)
 
 
 class _Frozen:
@@ -282,7 +312,8 @@ CHECK = register(limits(Check(
     name=NAME,
     claim="C4",
     statement=("Under PaTH's contraction I − β w wᵀ (β ∈ (0, 2), w uniform), log||P_n k|| has mean n μ₁ and "
-               "variance n σ₁² with μ₁ = ½E log(1 − β(2−β)c²), c² ~ Beta(½, (d−1)/2) (joint 95%): scores shrink "
+               "variance n σ₁² with μ₁ = ½E log(1 − β(2−β)c²), c² ~ Beta(½, (d−1)/2), and one increment, pooled along "
+               "the routes, has mean μ₁ and variance σ₁² (joint 95%): scores shrink "
                "to 0; the contraction's far mass ρ_D(L) still respects M/(M+Ke^{2λ}), measured against the "
                "orthogonal law with the same γ."),
     options=(

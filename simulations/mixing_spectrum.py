@@ -42,7 +42,7 @@ from stylized.core.options import Float, Int
 from stylized.engine.sampling import sample_steps
 from stylized.engine.scores import first_crossing, so2_pair_correlation
 from stylized.harness import plotting as sp
-from stylized.harness.registry import Check, Mutant, Option, Theory, headline, patched, register, scaled
+from stylized.harness.registry import Check, Mutant, Option, Theory, headline, patched, register
 from stylized.laws.families import RopeRandom
 
 from ._common import limits
@@ -216,6 +216,18 @@ def _windows_chi_times(factor: float):
     return windows
 
 
+def _windows_times(factor: float):
+    """Theory perturbation factory: the window's ratio times ``factor`` inside the ceiling,
+    ``⌈factor · ln ε / ln sinc ω_b⌉`` (a window is a whole number of steps: scaling ``W_b`` after the ceiling
+    would make every non-integer theory fail at any ``factor ≠ 1``, which measures the rounding, not power)."""
+    def windows(fam: RopeRandom, eps: float, L_train: int, L_eval: int) -> np.ndarray:
+        chi = np.abs(np.sinc(fam.omegas / np.pi))
+        with np.errstate(divide="ignore"):
+            return np.where(chi < 1.0, np.ceil(factor * np.log(eps) / np.log(np.minimum(chi, 1.0))), np.inf)
+
+    return windows
+
+
 def _windows_grow_with_L(fam: RopeRandom, eps: float, L_train: int, L_eval: int) -> np.ndarray:
     """Theory mutant: a window that grows with the context, ``W_b·L_eval/L_train``."""
     return fam.plane_windows(eps) * (L_eval / L_train)
@@ -256,7 +268,10 @@ REDUCED = {"d": 32, "L_eval": 8192, "chains": 64}  # 64 chains: W_b resolved to 
 THEORIES = (
     Theory("χ_b = sinc ω_b", "the per-plane mean of the step (|E e^{iθ_b}|), from which every window follows",
            lambda factor: _patch("plane_windows", _windows_chi_times(factor))()),
-    Theory("W_b(ε)", "the closed-form window ⌈ln ε/ln sinc ω_b⌉ itself, every plane", scaled(__name__, "plane_windows")),
+    Theory("W_b(ε)", "the closed-form window ⌈ln ε/ln sinc ω_b⌉ itself, every plane (its ratio ln ε/ln sinc ω_b "
+           "times factor inside the ceiling: a window is a whole number of steps, so below about 33 steps a 3% error "
+           "moves it by less than one step; longer windows are resolved to about ±3–10% by 32 contexts)",
+           lambda factor: _patch("plane_windows", _windows_times(factor))()),
 )
 
 CHECK = register(limits(Check(

@@ -206,6 +206,9 @@ def _c6_section(directory: Path) -> list[str]:
         lines.append("")
     lines += _lr_sweep_section(directory)
     lines += sections.lr_robustness_section(directory)
+    from simulations.transformer.route_length import route_length_section
+
+    lines += route_length_section(directory)
     lines += sections.author_ab_section(directory)
     lines += sections.cpu_long_section(directory, _ratio_table)
     lines += sections.gpu_section(directory)
@@ -350,6 +353,11 @@ def _plot_c6(result: dict | None, directory: Path) -> list[Path]:
         from simulations.transformer.lr_robustness import plot_robustness
 
         out.append(plot_robustness(robust, Path(directory) / "transformer_lr_robustness.png"))
+    route = results_dir() / "transformer" / "route_length_cpu.json"
+    if route.exists():
+        from simulations.transformer.route_length import plot_route_length
+
+        out.append(plot_route_length(json.loads(route.read_text()), Path(directory) / "transformer_route_length.png"))
     from simulations.transformer.gpu_report import plot_gpu
 
     gpu = plot_gpu(results_dir(), Path(directory) / "transformer_gpu.png")

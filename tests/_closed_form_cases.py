@@ -156,6 +156,8 @@ CASES: dict[str, Case] = {
     # -- growth -------------------------------------------------------------------------------------
     "wald_horizon": Case(th.wald_horizon, {"mean_near": 10.0, "far": FAR, "D": 4},
                          {"mean_near": R(0), "far": Obj(), "D": I(0)}),
+    "wald_horizon_bounds": Case(th.wald_horizon_bounds, {"mean_near": 10.0, "far": FAR, "D": 4},
+                                {"mean_near": R(0), "far": Obj(), "D": I(0)}),
     "horizon_crossing": Case(th.horizon_crossing, {"model": MODEL, "far_law": th.FarLaw, "chain": None, "h": 0.1},
                              {"model": Obj(), "far_law": Obj(), "chain": Obj(optional=True), "h": R(0, 1, lo_open=True)}),
     "forget_gate_mean": Case(th.forget_gate_mean, {"gate": 1.0, "sd": 0.5},

@@ -203,6 +203,14 @@ class TestCheck:
         far = [row for row in rows if row["quantity"].startswith("far")]
         assert {row["law"] for row in far} == {"contraction", "lazy-haar"}
         assert all(row["estimate"] >= row["bound"] for row in far)
+        inc = [row for row in rows if row["quantity"].startswith(("mean of one increment", "variance of one increment"))]
+        mu, var = cn.increment_moments(cn.CHECK.reduced["d"], 1.0)
+        assert [row["theory"] for row in inc] == [mu, var] and all(row["agrees"] for row in inc)
+        n_row = next(row for row in rows if row["quantity"] == "variance of log||P_n k||")
+        # pooled along the routes, σ₁² is resolved far more sharply than by one n row (relative widths)
+        assert (inc[1]["ci_high"] - inc[1]["ci_low"]) / var < 0.5 * (n_row["ci_high"] - n_row["ci_low"]) / n_row["theory"]
+        with cn._perturb_moment("variance")(1.1):
+            assert not run_reduced(cn.CHECK, seed=0)["holds"]
         for m in cn.CHECK.mutants:
             assert not run_reduced(cn.CHECK, seed=0, mutant=m)["holds"], m.name
 

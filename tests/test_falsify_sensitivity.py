@@ -65,6 +65,8 @@ def test_a_one_sided_bound_is_searched_only_on_the_side_that_can_flip_it():
     lower, upper = r["rows"]
     assert lower["by_construction"] and lower["flips_at"] is None and lower["holds_at"] is None
     assert not upper.get("by_construction") and upper["holds_at"] <= 0.02 < upper["flips_at"]
+    assert upper["bound"]  # the searched side of a bound is its slack, not held to the power goal
+    assert not sensitivity(base, sizes="reduced", seeds=(0,), backend="numpy")["rows"][0]["bound"]
 
 
 def test_every_registered_check_declares_the_theories_it_names():

@@ -53,7 +53,7 @@ def test_far_mass_growth_small(tmp_results):
     check = get_check("far-mass-growth")
     r = run_check(check, SMALL_GROWTH, seed=0, progress=False)
     assert r["holds"] is True
-    rows = {(x["control"], x["L"]): x for x in r["rows"] if x.get("quantity") != "L_1/2"}
+    rows = {(x["control"], x["L"]): x for x in r["rows"] if "L" in x}
     none = [rows[("none", L)]["estimate"] for L in SMALL_GROWTH["L"]]
     assert none == sorted(none)  # grows with L
     for L in SMALL_GROWTH["L"]:
@@ -67,7 +67,12 @@ def test_far_mass_growth_small(tmp_results):
     assert r["violations"]["none"] == 0 and r["violations"]["alibi"] == 0
     assert all(b["ok"] for b in r["bounded"].values() if b["tested"])
     hz = [x for x in r["rows"] if x.get("quantity") == "L_1/2"]
-    assert len(hz) == 2 and all(h["agrees"] and h["theory_kind"] == "approximation" for h in hz)
+    assert len(hz) == 2 and all(h["agrees"] and h["theory_kind"] == "exact interval" for h in hz)
+    assert all(h["theory_ci"][0] < h["theory"] < h["theory_ci"][1] for h in hz)
+    given = [x for x in r["rows"] if x.get("quantity") == "L* − L̂(Z_N)"]
+    assert len(given) == 2 and all(g["agrees"] and g["theory_ci"][0] < 0 < g["theory_ci"][1] for g in given)
+    # given each query's near sum the interval is narrower than the unconditional one
+    assert all(g["ci_high"] - g["ci_low"] < h["ci_high"] - h["ci_low"] for g, h in zip(given, hz))
     assert r["headline"]["theory_kind"] == "closed form"
     paths = check.plot(r, tmp_results / "figures")
     assert len(paths) == 3 and all(p.exists() for p in paths)
@@ -171,13 +176,13 @@ def test_every_O_d_law_at_odd_d(check, name, d):
     pred = _predictions(r)
     assert pred and all(math.isfinite(x["estimate"]) and math.isfinite(x["theory"]) for x in pred)
     assert all(x["agrees"] for x in pred), [(x.get("quantity"), x.get("L"), x["estimate"], x["theory"]) for x in pred]
-    chain_rows = [x for x in pred if x["theory_kind"] != "approximation"]
+    chain_rows = [x for x in pred if x["theory_kind"] not in ("approximation", "exact interval")]
     if name == "cayley":
         assert {x["theory_kind"] for x in chain_rows} == {ESTIMATED}
         assert all(x["theory_radius"] > 0 and "95% radius" in x["theory_note"] for x in chain_rows)
     else:
         assert {x["theory_kind"] for x in chain_rows} == {"closed form"}
-        assert not any("theory_radius" in x for x in r["rows"])
+        assert not any(x.get("theory_radius") for x in r["rows"])
 
 
 @pytest.mark.parametrize("check", ["transfer", "far-mass-growth"])
@@ -186,7 +191,7 @@ def test_a_users_law(check):
     r = run_check(get_check(check), {**TINY[check], "family": TwoReflections(d=5), "d": 5}, seed=0, progress=False)
     pred = _predictions(r)
     assert pred and all(x["agrees"] for x in pred)
-    assert {x["theory_kind"] for x in pred if x["theory_kind"] != "approximation"} == {"simulated reference"}
+    assert {x["theory_kind"] for x in pred if x["theory_kind"] not in ("approximation", "exact interval")} == {"simulated reference"}
     assert "two-reflections, d=5" in r["headline"]["verdict"]
 
 
@@ -205,4 +210,4 @@ def test_the_estimated_path_holds_at_its_mutant_sizes(check):
     m = next(x for x in c.mutants if x.name == "estimated-mean-3pct")
     r = run_reduced(c, seed=0, params=m.params)
     assert r["holds"] is True
-    assert {x["theory_kind"] for x in _predictions(r["result"]) if x["theory_kind"] != "approximation"} == {ESTIMATED}
+    assert {x["theory_kind"] for x in _predictions(r["result"]) if x["theory_kind"] not in ("approximation", "exact interval")} == {ESTIMATED}

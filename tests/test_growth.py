@@ -29,6 +29,7 @@ from stylized.theory.growth import (
     predict_transfer,
     target_chain,
     wald_horizon,
+    wald_horizon_bounds,
 )
 from stylized.theory.weight_laws import (
     OVERLAP_SAMPLES,
@@ -212,6 +213,20 @@ def test_wald_horizon_against_monte_carlo():
     L = np.array([ell for _z_n, ell in horizon_trials(model, 1500, np.random.default_rng(7))])
     assert abs(_z(L[:, None], pred)[0]) < 4
     assert pred > roe  # the mean overshoot E X²/(2μ) is positive
+
+
+def test_wald_horizon_bounds_contain_the_mean_given_each_near_sum():
+    """Lorden: given a query's near sum z, E[L*] − L̂(z) lies in ±E X²/(2μ²); the renewal point is the midpoint."""
+    model = GrowthModel(make_family("householder", 16), lam=4.0, D=4)
+    far = FarLaw(4.0, 16)
+    lo, hi = wald_horizon_bounds(10.0, far, 4)
+    assert lo < wald_horizon(10.0, far, 4)[0] < hi
+    assert (lo + hi) / 2 == pytest.approx(wald_horizon(10.0, far, 4)[0], rel=1e-12)
+    zl = np.array(horizon_trials(model, 3000, np.random.default_rng(8)))
+    resid = zl[:, 1] - np.array([wald_horizon(z, far, 4)[0] for z in zl[:, 0]])
+    half = far.second_moment / (2 * far.mean**2)
+    se = resid.std(ddof=1) / math.sqrt(resid.size)
+    assert -half - 4 * se <= resid.mean() <= half + 4 * se
 
 
 def test_horizon_crossing_is_where_the_prediction_is_one_half():

@@ -109,6 +109,17 @@ def test_score_gap_far_keys_are_transported_and_fail_below_the_window():
     assert any(f["kind"] == "tail" for f in bad["failed"])
 
 
+def test_score_gap_tail_over_all_far_keys():
+    """The tail over all M_max far keys: same theory as the nearest band, a narrower interval, in the verdict."""
+    r = run_check(get_check("score-gap"), {**SMALL["score-gap"], "d": [16], "M": [64, 1024]}, seed=0, progress=False)
+    band = {(x["family"], x["t"]): x for x in r["rows"] if x["kind"] == "tail"}
+    every = {(x["family"], x["t"]): x for x in r["rows"] if x["kind"] == "tail-all"}
+    assert band.keys() == every.keys()
+    for k, x in every.items():
+        assert x["theory"] == band[k]["theory"] and x["M"] == 1024 and x["passes"]
+        assert x["ci_high"] - x["ci_low"] < band[k]["ci_high"] - band[k]["ci_low"]
+
+
 def test_score_gap_rows_are_labelled_honestly():
     r = run_check(get_check("score-gap"), {**SMALL["score-gap"], "d": [16], "M": [64, 1024]}, seed=0, progress=False)
     for row in r["rows"]:

@@ -380,6 +380,19 @@ def test_lazy_haar_with_p_one_is_haar():
     assert r["holds"] and all(row["theory"] is not None and row["estimate_test"]["passed"] for row in shared)
 
 
+def test_qk_noise_term_is_tested_on_its_own():
+    """value-scaling with value noise: the noise term σ²d/(M||b||²) pooled by itself, in the verdict; 10% off fails."""
+    import simulations.value_incoherence as vi
+
+    params = {**get_check("value-scaling").reduced, "noise": 0.5}
+    r = _run("value-scaling", **params)
+    lv = r["levels"]["qk_noise"]
+    assert r["holds"] and lv["in_verdict"] and lv["matches"] and lv["ci_low"] < 0 < lv["ci_high"]
+    assert "qk_noise" not in _run("value-scaling", **get_check("value-scaling").reduced)["levels"]  # no noise, no row
+    with vi._qk_noise_times(1.15):
+        assert not _run("value-scaling", **params)["holds"]
+
+
 def test_levels_are_in_the_verdicts():
     """Issue 23: a theory ×0.97 leaves a fitted exponent unchanged but fails the pooled level (value-scaling), and the
     plug-in ×0.97 fails the default independent-stream verdict, whose statement says the equal formula is not in it."""

@@ -185,6 +185,26 @@ def cmd_chi_markov(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_route_length(args: argparse.Namespace) -> int:
+    """Each variant's ratio against the share of its planes mixed: windows from the law or the checkpoints."""
+    from stylized.harness.results import atomic_write_text, figures_dir, to_jsonable
+
+    from .route_length import plot_route_length, route_length_section, run_route_length
+    from .train import results_root
+
+    out = results_root() / "route_length_cpu.json"
+    check_dir(out.parent, "results")
+    check_dir(figures_dir(), "figures/")
+    if not (results_root() / "cpu_compare.json").exists():
+        raise InvalidInput("route-length: no committed cpu comparison (run `stylized transformer compare` first)")
+    res = run_route_length(results_root(), train_missing=not args.no_train)
+    atomic_write_text(out, json.dumps(to_jsonable(res), indent=1) + "\n")
+    fig = plot_route_length(res, figures_dir() / "transformer_route_length.png")
+    print("\n".join(route_length_section(results_root().parent)))
+    print(f"wrote {out} and {fig}")
+    return 0
+
+
 def cmd_author_ab(args: argparse.Namespace) -> int:
     """Each of the author's model points the cpu preset does not take, A/B on learned-qk at 3 seeds."""
     from .author_ab import ab_table, missing, run_one, summary_lines, trains, write_ab
@@ -371,6 +391,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
     s = sub.add_parser("chi-markov", help="unigram or Markov chi_b: which forecasts a learned table's decorrelation (cpu)")
     s.set_defaults(func=_guard(cmd_chi_markov))
+
+    s = sub.add_parser("route-length", help="the ratio against the share of each variant's planes mixed (cpu; trains "
+                       "missing learned checkpoints, ~2 min each)")
+    s.add_argument("--no-train", action="store_true", help="refuse if a learned checkpoint is missing")
+    s.set_defaults(func=_guard(cmd_route_length))
 
     s = sub.add_parser("author-ab", help="the author's model points the cpu preset keeps out: A/B on learned-qk, 3 seeds (cpu)")
     s.add_argument("--workers", type=arg_type(Int(1, 64)), default=1, help="runs at once, one torch thread each (default 1)")

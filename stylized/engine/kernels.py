@@ -233,8 +233,11 @@ def _pool():
     if _POOL is None:
         from concurrent.futures import ThreadPoolExecutor
 
-        _POOL = ThreadPoolExecutor(max_workers=max(1, min(8, numba.config.NUMBA_NUM_THREADS)))
+        _POOL = ThreadPoolExecutor(max_workers=_POOL_THREADS)
     return _POOL
+
+
+_POOL_THREADS = max(1, min(8, numba.config.NUMBA_NUM_THREADS))
 
 
 def householder_route(q: np.ndarray, L: int, seed: int | np.random.SeedSequence = 0, segments: int = 2,
@@ -291,10 +294,19 @@ def householder_route(q: np.ndarray, L: int, seed: int | np.random.SeedSequence 
         vs.append(v)
         last = U[edges[k + 1]]
         end = beta_step(last, v)
-    jobs = [pool.submit(_reflect_rows, U[edges[k + 1]:edges[k]], vs[k - 1]) for k in range(1, segments)]
+    # every glued row on its own: split the pieces over the pool's threads (rows are independent; same result)
+    parts = max(1, _POOL_THREADS // max(1, segments - 1))
+    jobs = [pool.submit(_reflect_rows, U[a:b], vs[k - 1]) for k in range(1, segments)
+            for a, b in _splits(edges[k + 1], edges[k], parts)]
     for job in jobs:
         job.result()
     return U
+
+
+def _splits(lo: int, hi: int, parts: int) -> list[tuple[int, int]]:
+    """``[lo, hi)`` cut into ``parts`` contiguous, nearly equal, non-empty ranges (fewer when it is shorter)."""
+    cuts = np.linspace(lo, hi, min(parts, max(1, hi - lo)) + 1).round().astype(int)
+    return [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
 
 
 @numba.njit(inline="always")

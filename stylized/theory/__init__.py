@@ -47,7 +47,7 @@ from __future__ import annotations
 # formulas they override without an import cycle.
 _LAZY: dict[str, tuple[str, ...]] = {
     "bounds": ('alibi_far_mass_bound', 'alibi_far_sum', 'chi_power_correlation', 'far_mass_lower_bound', 'haar_coordinate_cdf', 'haar_coordinate_law', 'haar_coordinate_pdf', 'haar_coordinate_tail', 'hoeffding_tail', 'horizon_prediction', 'lambda_required', 'levy_tail', 'mixing_window',),
-    "growth": ('forget_gate_mean', 'horizon_crossing', 'mean_near_sum', 'predict_growth', 'predict_transfer', 'ratio_of_means', 'wald_horizon',),
+    "growth": ('forget_gate_mean', 'horizon_crossing', 'mean_near_sum', 'predict_growth', 'predict_transfer', 'ratio_of_means', 'wald_horizon', 'wald_horizon_bounds',),
     "retrieval": ('chance', 'expected_score', 'expected_weight', 'nonmixing_floor', 'nonmixing_share', 'passkey_law', 'rank_one_probability', 'top_logit_probability',),
     "score_laws": ('HaarCoordinate', 'UniformPhaseSum', 'far_score_law', 'gil_pelaez_cdf', 'haar_expected_max', 'haar_log_mgf', 'haar_mgf', 'jacobi_nodes', 'max_mgf_bound', 'uniform_phase_log_mgf', 'uniform_phase_mgf',),
     "value_theory": ('coherent_sum', 'correlation_pairs', 'haar_tilt_energy', 'haar_tilt_floor', 'qk_interference_theory', 'qkv_asymptote', 'qkv_interference_theory', 'quadratic_form', 'tilt_floor', 'torus_tilt_floor',),
@@ -89,6 +89,7 @@ CLAIMS: dict[str, tuple[str, str]] = {
     "alibi_far_mass_bound": ("C4", "derived"),
     "horizon_prediction": ("C4", "derived"),
     "wald_horizon": ("C4", "derived"),
+    "wald_horizon_bounds": ("C4", "derived"),
     "horizon_crossing": ("C4", "derived"),
     "forget_gate_mean": ("C4", "derived"),
     "FarLaw": ("C4", "derived"),
@@ -125,7 +126,7 @@ __all__ = [
     "far_score_law", "gil_pelaez_cdf", "jacobi_nodes", "levy_tail", "haar_coordinate_tail", "hoeffding_tail",
     "haar_mgf", "haar_log_mgf", "uniform_phase_mgf", "uniform_phase_log_mgf", "max_mgf_bound",
     "haar_expected_max", "predict_transfer", "far_mass_lower_bound", "lambda_required", "alibi_far_sum",
-    "alibi_far_mass_bound", "horizon_prediction", "wald_horizon", "horizon_crossing", "forget_gate_mean",
+    "alibi_far_mass_bound", "horizon_prediction", "wald_horizon", "wald_horizon_bounds", "horizon_crossing", "forget_gate_mean",
     "FarLaw", "far_laplace_sum", "laplace_ratio_mean", "mean_near_sum", "predict_growth", "ratio_of_means",
     "correlation_pairs", "coherent_sum", "qkv_interference_theory", "qkv_asymptote", "qk_interference_theory",
     "quadratic_form", "haar_tilt_floor", "torus_tilt_floor", "tilt_floor", "haar_tilt_energy",

@@ -35,7 +35,7 @@ from .weight_laws import (
     so2_overlap_mgf,
 )
 
-__all__ = ["wald_horizon", "forget_gate_mean", "control_factor", "control_lambda", "mean_near_sum", "predict_growth",
+__all__ = ["wald_horizon", "wald_horizon_bounds", "forget_gate_mean", "control_factor", "control_lambda", "mean_near_sum", "predict_growth",
            "ratio_of_means", "horizon_crossing", "predict_transfer", "geometric_sum", "target_chain"]
 
 
@@ -109,6 +109,21 @@ def wald_horizon(mean_near: float, far: FarLaw, D: int) -> tuple[float, float]:
     D = check("D", D, 0, integer=True, scalar=True)
     mu = far.mean
     return D + (mean_near + far.second_moment / (2 * mu)) / mu, horizon_prediction(mean_near, mu, D)
+
+
+def wald_horizon_bounds(mean_near: float, far: FarLaw, D: int) -> tuple[float, float]:
+    """Exact bounds on the mean first context length ``L*`` of :func:`wald_horizon` (claim C4, *derived here*).
+
+    Wald's identity ``E τ = (E N + E R)/μ`` is exact; the mean overshoot ``R = S_τ − N`` obeys
+    ``0 ≤ E R ≤ E X²/μ`` at every level (Lorden's inequality, i.i.d. ``X ≥ 0``), so
+    ``D + E N/μ ≤ E L* ≤ D + (E N + E X²/μ)/μ``; :func:`wald_horizon`'s renewal-limit ``E X²/(2μ)`` is the
+    midpoint.  The same holds given ``N`` (``mean_near`` a query's own near sum).
+    """
+    mean_near = check("mean_near", mean_near, 0, scalar=True)
+    check_instance("far", far, FarLaw)
+    D = check("D", D, 0, integer=True, scalar=True)
+    mu = far.mean
+    return D + mean_near / mu, D + (mean_near + far.second_moment / mu) / mu
 
 
 @broadcasting("gate", "sd")
