@@ -125,10 +125,13 @@ def _power_section(checks) -> list[str]:
             lines.append(row(name, "not measured", "—", "—"))
             continue
         by_theory: dict[str, dict] = {}
-        one_sided = {t.name for t in getattr(checks[name], "theories", ()) if len(t.sides) == 1}
+        declared = {t.name: t for t in getattr(checks[name], "theories", ())}
+        one_sided = {n for n, t in declared.items() if len(t.sides) == 1}
         for sz in ("reduced", "default"):
             for x in entry.get(sz, {}).get("rows", []):
-                cell = by_theory.setdefault(x["theory"], {"description": x["description"]})
+                # the theory's description as the check declares it now (the measurement's own copy if it is gone)
+                th = declared.get(x["theory"])
+                cell = by_theory.setdefault(x["theory"], {"description": th.description if th else x["description"]})
                 flag = "" if x.get("unmutated_holds", True) else " (unmutated fails)"
                 if x.get("seeds") and x["seeds"] != entry[sz].get("seeds"):
                     flag += f" (seed {', '.join(map(str, x['seeds']))})"
