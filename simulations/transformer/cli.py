@@ -189,18 +189,21 @@ def cmd_route_length(args: argparse.Namespace) -> int:
     """Each variant's ratio against the share of its planes mixed: windows from the law or the checkpoints."""
     from stylized.harness.results import atomic_write_text, figures_dir, to_jsonable
 
-    from .route_length import plot_route_length, route_length_section, run_route_length
+    from .route_length import plot_route_length, result_path, route_length_section, run_dir, run_route_length
     from .train import results_root
 
-    out = results_root() / "route_length_cpu.json"
+    preset = args.preset
+    out = result_path(results_root(), preset)
+    fig = (figures_dir() if preset == "cpu" else out.parent) / "transformer_route_length.png"
+    if not (run_dir(results_root(), preset) / f"{preset}_compare.json").exists():
+        raise InvalidInput(f"--preset: no committed {preset} comparison (run `stylized transformer compare --preset "
+                           f"{preset}` first)")
     check_dir(out.parent, "results")
-    check_dir(figures_dir(), "figures/")
-    if not (results_root() / "cpu_compare.json").exists():
-        raise InvalidInput("route-length: no committed cpu comparison (run `stylized transformer compare` first)")
-    res = run_route_length(results_root(), train_missing=not args.no_train)
+    check_dir(fig.parent, "figures/")
+    res = run_route_length(results_root(), preset, train_missing=not args.no_train)
     atomic_write_text(out, json.dumps(to_jsonable(res), indent=1) + "\n")
-    fig = plot_route_length(res, figures_dir() / "transformer_route_length.png")
-    print("\n".join(route_length_section(results_root().parent)))
+    fig = plot_route_length(res, fig)
+    print("\n".join(route_length_section(results_root().parent, preset)))
     print(f"wrote {out} and {fig}")
     return 0
 
@@ -392,9 +395,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     s = sub.add_parser("chi-markov", help="unigram or Markov chi_b: which forecasts a learned table's decorrelation (cpu)")
     s.set_defaults(func=_guard(cmd_chi_markov))
 
-    s = sub.add_parser("route-length", help="the ratio against the share of each variant's planes mixed (cpu; trains "
-                       "missing learned checkpoints, ~2 min each)")
-    s.add_argument("--no-train", action="store_true", help="refuse if a learned checkpoint is missing")
+    s = sub.add_parser("route-length", help="the ratio against the share of each variant's planes mixed (trains "
+                       "missing learned checkpoints: ~2 min each at cpu, ~13 at cpu-long)")
+    s.add_argument("--preset", default="cpu", type=arg_type(Choice("cpu", "cpu-long")),
+                   help="cpu (default: canonical files) or cpu-long (under results/transformer/runs/cpu-long/)")
+    s.add_argument("--no-train", action="store_true",
+                   help="use the learned checkpoints on disk only; seeds without one are listed and left out")
     s.set_defaults(func=_guard(cmd_route_length))
 
     s = sub.add_parser("author-ab", help="the author's model points the cpu preset keeps out: A/B on learned-qk, 3 seeds (cpu)")

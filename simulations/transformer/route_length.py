@@ -29,7 +29,8 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["EPS", "STARTS", "GRID_POINTS", "random_windows", "measured_windows", "checkpoint_windows",
-           "route_length_result", "run_route_length", "plot_route_length", "route_length_section"]
+           "route_length_result", "run_dir", "result_path", "run_route_length", "plot_route_length",
+           "route_length_section"]
 
 EPS = 0.05  # the probe's ε (probe.WINDOW_EPS): a plane has mixed when its mean correlation is below 5%
 STARTS = 10_000
@@ -128,16 +129,28 @@ def route_length_result(compare: dict, windows: dict[str, dict[int, np.ndarray]]
             "variants": summary, "excluded": excluded or []}
 
 
-def run_route_length(root: Path, *, train_missing: bool = True, log=print) -> dict:
-    """Windows of every random and learned variant of the committed cpu comparison (``root/cpu_compare.json``),
-    training a missing learned checkpoint (same preset, seed and code as the comparison's run) unless told not to."""
+def run_dir(root: Path, preset: str) -> Path:
+    """Where a preset's comparison lives: ``root`` for the canonical cpu preset, ``root/runs/<preset>`` otherwise."""
+    return Path(root) if preset == "cpu" else Path(root) / "runs" / preset
+
+
+def result_path(root: Path, preset: str) -> Path:
+    """``route_length_<preset>.json`` beside the preset's comparison."""
+    return run_dir(root, preset) / f"route_length_{preset}.json"
+
+
+def run_route_length(root: Path, preset: str = "cpu", *, train_missing: bool = True, log=print) -> dict:
+    """Windows of every random and learned variant of the committed comparison of ``preset``
+    (``<run dir>/<preset>_compare.json``, :func:`run_dir`).  A missing learned checkpoint is retrained (same preset,
+    seed and code as the comparison's run), or with ``train_missing=False`` listed as ``missing``; a checkpoint whose
+    weights differ from the evaluated run's is listed as ``excluded``."""
     from .data import load_corpus
     from .evaluate import eval_cache_path
     from .model import GPT
     from .train import checkpoint_path, make_configs, train
 
-    compare = json.loads((Path(root) / "cpu_compare.json").read_text())
-    preset = compare["params"]["preset"]
+    where = run_dir(root, preset)
+    compare = json.loads((where / f"{preset}_compare.json").read_text())
     L_max = int(compare["params"]["model"]["block_size"]) * max(int(r["multiple"]) for r in compare["rows"])
     seeds = compare["params"]["seeds"]
     windows, kind = {}, {}
@@ -148,20 +161,22 @@ def run_route_length(root: Path, *, train_missing: bool = True, log=print) -> di
             heads = mcfg.n_head * mcfg.n_layer
             law = np.tile(random_windows(omega), heads)  # the same law in every layer and head, and for every seed
             windows[v], kind[v] = {int(x): law for x in seeds[v]}, "closed form"
-    corpus, excluded = None, []
+    corpus, excluded, missing = None, [], []
     for v in ("learned-qk", "learned-qkv"):
         if v not in seeds:
             continue
         per = {}
         for s in seeds[v]:
-            path = checkpoint_path(preset, v, int(s))
+            path = checkpoint_path(preset, v, int(s), None if preset == "cpu" else where)
             if corpus is None:
                 _, tc, _ = make_configs(v, preset)
                 corpus = load_corpus(tc.data, tc.max_bytes, tc.tokenizer, tc.bpe_vocab)
             if not path.exists():
                 if not train_missing:
-                    raise ValueError(f"--no-train: {path} is missing; run without --no-train to retrain it")
-                log(f"[route-length] training {v} seed {s} (~2 min on a free core)")
+                    missing.append({"variant": v, "seed": int(s)})
+                    log(f"[route-length] {v} seed {s}: no checkpoint on disk (--no-train): left out")
+                    continue
+                log(f"[route-length] training {v} seed {s}")
                 train(v, preset, seed=int(s), resume=True, ckpt=path, corpus=corpus, progress=False, device="cpu")
             w, digest = checkpoint_windows(path, np.asarray(corpus.val), L_max)
             cached = json.loads(eval_cache_path(path).read_text())["key"]["weights"]
@@ -173,8 +188,9 @@ def run_route_length(root: Path, *, train_missing: bool = True, log=print) -> di
             per[int(s)] = w
             log(f"[route-length] {v} seed {s}: median window {np.median(w):,.0f}, "
                 f"{np.mean(w <= L_max):.0%} of planes mix by {L_max:,} tokens")
-        windows[v], kind[v] = per, "measured"
-    return route_length_result(compare, windows, kind, excluded)
+        if per:
+            windows[v], kind[v] = per, "measured"
+    return {**route_length_result(compare, windows, kind, excluded), "missing": missing}
 
 
 def plot_route_length(result: dict, path: Path) -> Path:
@@ -216,20 +232,23 @@ def plot_route_length(result: dict, path: Path) -> Path:
     return draw()
 
 
-def route_length_section(directory: Path) -> list[str]:
-    """The paper_checks.md section, from ``transformer/route_length_<preset>.json``."""
+def route_length_section(directory: Path, preset: str = "cpu") -> list[str]:
+    """The paper_checks.md section, from ``route_length_<preset>.json`` (:func:`result_path`)."""
     from stylized.harness.report import fmt
 
-    path = Path(directory) / "transformer" / "route_length_cpu.json"
+    path = result_path(Path(directory) / "transformer", preset)
     if not path.exists():
         return []
     r = json.loads(path.read_text())
-    lines = ["### The comparison against route length over the measured mixing windows (cpu preset)", "",
-             f"Command: `stylized transformer route-length`. Each length L placed at the share of a variant's rotation "
+    fig = "figures/transformer_route_length.png" if preset == "cpu" else \
+        f"simulations/results/transformer/runs/{preset}/transformer_route_length.png"
+    lines = [f"### The comparison against route length over the measured mixing windows ({preset} preset)", "",
+             f"Command: `stylized transformer route-length{'' if preset == 'cpu' else ' --preset ' + preset}`. Each "
+             "length L placed at the share of a variant's rotation "
              f"planes (every layer and head) whose window W_b(ε = {fmt(r['eps'])}) is ≤ L: random variants from the "
              "closed form ⌈ln ε/ln sinc ω_b⌉, learned variants measured on held-out text from the comparison's own "
              f"checkpoints ({r['starts']:,} starts, a {r['grid_points']}-point geometric grid of n); RoPE never mixes. "
-             "Figure: `figures/transformer_route_length.png`.", "",
+             f"Figure: `{fig}`.", "",
              "| variant | windows | seeds | planes per seed | median W_b | planes with W_b beyond the longest length | share mixed at "
              "L_train / 32× / 128× | ratio at 32× / 128× (geometric mean over these seeds) |",
              "|---|---|---|---|---|---|---|---|"]
@@ -248,4 +267,7 @@ def route_length_section(directory: Path) -> list[str]:
             f"{100 * e['share_mixed_longest']:.0f}% of planes mixed by the longest length)" for e in ex)
             + ". A learned seed counts only when retraining reproduces the evaluated run bit for bit (same weights "
             "digest), so that the windows belong to the ratios beside them."]
+    if r.get("missing"):
+        lines += ["", "Not on disk when this was run (left out): " + ", ".join(
+            f"{m['variant']} seed {m['seed']}" for m in r["missing"]) + "."]
     return lines + [""]

@@ -61,3 +61,29 @@ def test_rows_and_section(tmp_path):
     assert rl.route_length_section(tmp_path / "nowhere") == []
     path = rl.plot_route_length(res, tmp_path / "route.png")
     assert path.exists()
+
+
+def test_other_presets_live_in_their_run_folder(tmp_path):
+    res = rl.route_length_result(_compare(), {"learned-qk": {0: np.array([10.0, 20.0, 30.0, 5000.0])}},
+                                 {"learned-qk": "measured"})
+    res["missing"] = [{"variant": "learned-qk", "seed": 1}]
+    assert rl.result_path(tmp_path, "cpu") == tmp_path / "route_length_cpu.json"
+    path = rl.result_path(tmp_path / "transformer", "cpu-long")
+    assert path == tmp_path / "transformer" / "runs" / "cpu-long" / "route_length_cpu-long.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(res))
+    text = "\n".join(rl.route_length_section(tmp_path, "cpu-long"))
+    assert "(cpu-long preset)" in text and "--preset cpu-long" in text and "learned-qk seed 1" in text
+    assert rl.route_length_section(tmp_path, "cpu") == []
+
+
+def test_cli_refuses_a_preset_without_a_comparison(tmp_path, monkeypatch, capsys):
+    from simulations.transformer.cli import main
+
+    monkeypatch.setenv("STYLIZED_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setenv("STYLIZED_FIGURES_DIR", str(tmp_path / "figures"))
+    for argv in (["route-length", "--preset", "cpu-long", "--no-train"], ["route-length", "--preset", "paper"]):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2 and "--preset" in capsys.readouterr().err
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").rglob("route_length*"))
