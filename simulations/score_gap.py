@@ -279,7 +279,7 @@ def plot(result: dict, outdir: Path) -> list[Path]:
     (c) the tail against its Lévy/Hoeffding bound; (d) per-token far weight vs the closed form."""
     p = result["params"]
     rows = result["rows"]
-    fig, ax = sp.mosaic([["gap", "tail"], ["slack", "sup"]], height=5.9)
+    fig, ax = sp.mosaic([["gap", "tail"], ["slack", "sup"]], height=6.0)
     fam0 = rows[0]["family"]
     a = ax["gap"]
     _estimate_vs_d(a, [r for r in rows if r["kind"] == "gap" and r["family"] == fam0], "M",
