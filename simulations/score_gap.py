@@ -144,8 +144,9 @@ def _context_stats(fam, params, far_n, nt, ts, Ms, band, lam, c_near, seed, back
         m = min(CHUNK, T - s0)
         s = far_chains(fam, N, m, np.random.SeedSequence([*seed, c]), q, backend)
         far = s[:, far_n:]
-        frac[s0 : s0 + m] = [[np.mean(row[:band] >= t) for t in ts] for row in far]
-        frac_all[s0 : s0 + m] = [[np.mean(row >= t) for t in ts] for row in far]
+        thresholds = np.asarray(ts)
+        frac[s0 : s0 + m] = (far[:, :band, None] >= thresholds).mean(axis=1)
+        frac_all[s0 : s0 + m] = (far[:, :, None] >= thresholds).mean(axis=1)
         weight[s0 : s0 + m] = np.mean(np.exp(lam * (far - c_near)), axis=1)
         pmax = np.maximum.accumulate(far, axis=1)[:, np.array(Ms) - 1]
         gaps[s0 : s0 + m] = lam * (s[:, nt, None] - pmax)

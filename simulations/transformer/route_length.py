@@ -154,7 +154,7 @@ def run_route_length(root: Path, preset: str = "cpu", *, train_missing: bool = T
     L_max = int(compare["params"]["model"]["block_size"]) * max(int(r["multiple"]) for r in compare["rows"])
     seeds = compare["params"]["seeds"]
     windows, kind = {}, {}
-    mcfg, tcfg, _ = make_configs("random-qk", preset)
+    mcfg, _, _ = make_configs("random-qk", preset)
     omega = GPT(mcfg).blocks[0].attn.omega.double().numpy()
     for v in ("random-qk", "random-qkv"):
         if v in seeds:
