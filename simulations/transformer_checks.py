@@ -212,6 +212,9 @@ def _c6_section(directory: Path) -> list[str]:
     lines += sections.author_ab_section(directory)
     lines += sections.cpu_long_section(directory, _ratio_table)
     lines += route_length_section(directory, "cpu-long")
+    from simulations.transformer.long_eval import long_eval_section
+
+    lines += long_eval_section(directory)
     lines += sections.gpu_section(directory)
     lines += sections.recall_section(directory)
     bpe = directory / "transformer" / "runs" / "cpu-bpe" / "cpu_compare.json"

@@ -10,6 +10,7 @@ import json
 import math
 from pathlib import Path
 
+from simulations.transformer.long_eval import paper_regime
 from stylized.harness.report import fmt, row
 
 __all__ = ["regime_lines", "lr_robustness_section", "author_ab_section", "cpu_long_section", "recall_section",
@@ -127,11 +128,6 @@ def cpu_long_section(directory: Path, ratio_table) -> list[str]:
                 lines.append(row(v, f"{tokens:,}", fmt(a["estimate"], 3) if a else "—", fmt(b["estimate"], 3) if b else "—"))
         lines.append("")
     return lines
-
-
-def paper_regime(tokens: int) -> str:
-    """Which of the paper's Q/K vs Q/K/V regimes an absolute length reaches: tied up to 16K tokens, split from 32K."""
-    return "tied (≤ 16K)" if tokens <= 16_384 else ("split (≥ 32K)" if tokens >= 32_768 else "between")
 
 
 def _cpu_long_multipliers(directory: Path, r: dict) -> list[str]:

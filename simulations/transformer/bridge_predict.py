@@ -6,17 +6,20 @@ Inputs (:func:`train_length_stats`, all measured on held-out windows of length `
 * the near sum ``Z_N = Σ_{n<D} e^{s_{i,i−n}}`` at every query ``i ∈ [D, L_train)``;
 * the far-score law: the (unrotated) query/key pairs ``(q_i, k_j)`` with ``i − j ≥ D`` (distances up to
   ``L_train``), per rotation plane ``b`` as complex numbers ``z = x_b + i x_{b+d/2}``;
-* the step law of the transport through its characteristic values ``χ_b = E e^{iΔθ_b}`` of the per-token
-  relative angle (RoPE ``e^{−iω_b}``; random ``sinc ω_b``; learned tables ``Σ_v p_v e^{iθ_{v,b}}`` with the
-  corpus' token frequencies ``p_v``), the ALiBi slopes ``m_h``, the FoX gates' mean ``E f`` and the
-  Scalable-Softmax scales ``s_h``;
+* the step law of the transport through its route characteristic ``m_b(n) = E e^{iA_{n,b}}`` of the relative
+  angle after ``n`` steps: ``χ_bⁿ`` for i.i.d. steps (RoPE ``χ_b = e^{−iω_b}``; random ``sinc ω_b``) and, for
+  learned tables, the token process kept by ``stylized transformer chi-markov`` (:mod:`.chi_markov`): the
+  **training** stream's bigram chain, ``m_b(n) = π D_b (T D_b)^{n−1} 1`` (the twisted transfer operator,
+  :func:`stylized.theory.markov_theory.route_characteristic_grid`); without a training stream, the unigram
+  ``χ_b = Σ_v p_v e^{iθ_{v,b}}`` of the windows' own tokens;  the ALiBi slopes ``m_h``, the FoX gates' mean
+  ``E f`` and the Scalable-Softmax scales ``s_h``;
 * ``λ`` (largest |logit| without bias), measured on these windows only: it is then used on other
   (comparison) queries, where ``ρ_D ≥ M/(M + K e^{2λ})`` can fail.
 
 Prediction (:func:`predict_rho`) for the query ``i = L − 1`` of a window of length ``L``:
 
     ρ̂_D(L) = E_query F(L) / (F(L) + Z_N(L)),   F(L) = Σ_{n=D}^{L−1} E_{(q,k)} exp(κ_L s(n) + b(n)),
-    s(n) = Σ_b Re(conj(z_q,b) z_k,b e^{iA_{n,b}}) / √d_h,   A_{n,b} ∼ wrapped normal with E e^{iA} = χ_b^n,
+    s(n) = Σ_b Re(conj(z_q,b) z_k,b e^{iA_{n,b}}) / √d_h,   A_{n,b} ∼ wrapped normal with E e^{iA} = m_b(n),
 
 ``κ_L = s_h log L`` (ssmax; 1 otherwise), ``b(n) = −m_h n`` (ALiBi) or ``n log E f`` (FoX, its
 expectation), and ``Z_N(L)`` the mean near sum with the near logits rescaled by ``κ_L``.  PaTH has no
@@ -34,7 +37,7 @@ import torch
 from .model import GPT, CausalSelfAttention, _cos_sin, rotate
 from .probe import forward_with_probe, layer_family, score_chunks, token_frequencies
 
-__all__ = ["heldout_ends", "train_length_stats", "predict_rho", "measure_rho", "relative_step_chi", "MAX_INPUT_LEN"]
+__all__ = ["heldout_ends", "train_length_stats", "markov_route", "predict_rho", "measure_rho", "relative_step_chi", "MAX_INPUT_LEN"]
 
 #: every prediction input is measured on windows of at most this many multiples of L_train
 MAX_INPUT_LEN = 1
@@ -105,8 +108,11 @@ def _kappa(attn: CausalSelfAttention, n_keys) -> np.ndarray:
 
 @torch.no_grad()
 def train_length_stats(model: GPT, tokens: np.ndarray, ends: np.ndarray, D: int, keys_per_query: int = 8,
-                       seed: int = 0) -> dict:
+                       seed: int = 0, train_tokens: np.ndarray | None = None) -> dict:
     """Every input of the prediction, measured on windows ``tokens[e − L_train: e]`` (see the module doc).
+
+    ``train_tokens`` (the training stream): the token statistics of a learned table come from it, as a bigram
+    chain (``markov`` per layer: the seen tokens' table and ``T``); without it, the windows' unigram ``χ_b``.
 
     Returns a dict with ``L_train``, ``D``, ``input_len`` (the longest window used: ``L_train``) and
     ``layers``: per layer NumPy arrays ``near`` [W, H, Q, D] (near logits without the scale κ, queries
@@ -121,6 +127,13 @@ def train_length_stats(model: GPT, tokens: np.ndarray, ends: np.ndarray, D: int,
     if x.shape[1] > MAX_INPUT_LEN * L:
         raise AssertionError("a prediction input was measured beyond L_train")
     probs = token_frequencies(tokens, model.config.vocab_size)
+    chain = None
+    if train_tokens is not None:
+        from .chi_markov import bigram_chain
+
+        chain = bigram_chain(train_tokens)
+        probs = np.zeros(model.config.vocab_size)
+        probs[chain[0]] = chain[1]
     rng = np.random.default_rng(seed)
     W = len(ends)
     qpos = np.arange(D, L)
@@ -157,6 +170,10 @@ def train_length_stats(model: GPT, tokens: np.ndarray, ends: np.ndarray, D: int,
             zk = ka[..., :B] + 1j * ka[..., B:]
             c = np.conj(zq[wi, qi]) * zk[wi, far_j]  # [W, Q, K, H, B]
             chi = relative_step_chi(attn, probs)
+        markov = None
+        if chain is not None and attn.angle_source == "learned":
+            table = np.asarray(layer_family(attn, probs).table)[chain[0]]  # (seen tokens, H·B)
+            markov = {"table": table, "transition": chain[2]}
         log_ef = np.zeros(attn.n_head)
         if getattr(attn, "use_fox", False):
             with torch.autocast("cpu", enabled=False):
@@ -164,6 +181,7 @@ def train_length_stats(model: GPT, tokens: np.ndarray, ends: np.ndarray, D: int,
             log_ef = np.log(torch.sigmoid(logit_f).double().mean(dim=(0, 1)).numpy())
         layers.append({
             "near": near, "near_bias": near_bias, "c": c.astype(np.complex64), "chi": chi,
+            "markov": markov,
             "slopes": attn.slopes.double().numpy() if attn.use_alibi else np.zeros(attn.n_head),
             "log_ef": log_ef, "ssmax_s": attn.ssmax_s.double().numpy() if getattr(attn, "use_ssmax", False) else None,
             "lam": lam, "profile": prof, "stationary": bool(attn.use_path), "head_dim": attn.head_dim,
@@ -189,9 +207,14 @@ def _query_rho(lay: dict, L: int, D: int, u: np.ndarray, z: np.ndarray) -> tuple
     lo, width = edges[strat], np.diff(edges)[strat]
     weight = width / np.bincount(strat)[strat]  # [K]
     n = lo + np.floor(u * width)  # [W, Q, K]
-    chi = lay["chi"]
-    mod = np.clip(np.abs(chi), 1e-300, 1.0)
-    A = n[..., None, None] * np.angle(chi) + np.sqrt(n[..., None, None] * -2.0 * np.log(mod)) * z  # [W,Q,K,H,B]
+    route = lay.get("route")
+    if route is None:  # i.i.d. steps: m_b(n) = χ_bⁿ
+        chi = lay["chi"]
+        mod = np.clip(np.abs(chi), 1e-300, 1.0)
+        A = n[..., None, None] * np.angle(chi) + np.sqrt(n[..., None, None] * -2.0 * np.log(mod)) * z  # [W,Q,K,H,B]
+    else:  # the token chain's m_b(n), looked up by distance
+        m = route[n.astype(np.int64)]  # [W, Q, K, H, B]
+        A = np.angle(m) + np.sqrt(-2.0 * np.log(np.clip(np.abs(m), 1e-300, 1.0))) * z
     s = (lay["c"] * np.exp(1j * A)).real.sum(-1) / math.sqrt(lay["head_dim"])  # [W, Q, K, H]
     e = kap * s + n[..., None] * (lay["log_ef"] - lay["slopes"]) + np.log(weight)[:, None]
     top = e.max(axis=2, keepdims=True)
@@ -199,6 +222,13 @@ def _query_rho(lay: dict, L: int, D: int, u: np.ndarray, z: np.ndarray) -> tuple
     near = lay["near"] * kap[None, :, None, None] + lay["near_bias"]  # [W, H, Q, D]
     log_z = np.logaddexp.reduce(near, axis=-1).transpose(0, 2, 1)  # [W, Q, H]
     return 1.0 / (1.0 + np.exp(log_z - log_f)), log_f
+
+
+def markov_route(chain: dict, nmax: int, shape: tuple[int, int]) -> np.ndarray:
+    """``m_b(n)`` of the bigram chain at every ``n = 0 … nmax``: ``(nmax + 1, H, B)`` complex."""
+    from stylized.theory.markov_theory import route_characteristic_grid
+
+    return route_characteristic_grid(chain["transition"], chain["table"], int(nmax)).reshape((int(nmax) + 1, *shape))
 
 
 def predict_rho(stats: dict, lengths, n_boot: int = 1000, seed: int = 0) -> list[dict]:
@@ -218,6 +248,8 @@ def predict_rho(stats: dict, lengths, n_boot: int = 1000, seed: int = 0) -> list
     out = []
     for lay in stats["layers"]:
         H = lay["chi"].shape[0]
+        if lay.get("markov") is not None:
+            lay = {**lay, "route": markov_route(lay["markov"], max(lengths), lay["chi"].shape)}
         u = rng.random(lay["c"].shape[:3])  # common random numbers across lengths
         z = rng.standard_normal(lay["c"].shape).astype(np.float32)
         rho = np.zeros((len(lengths), H))

@@ -87,6 +87,11 @@ def bridge_markdown(result: dict) -> str:
              f"rows `bridge_{p['preset']}.csv`.", "", result.get("summary", ""), "",
              f"**Verdict: {'holds' if v['holds'] else 'does not hold'}** — rule: {v['rule']}. "
              f"Predictor inputs measured on {p['heldout_windows']} held-out windows of ≤ {p['inputs_max_length']} tokens; "
+             + (f"learned tables' route characteristic m_b(n) from {p['token_process']} (`chi-markov`'s kept process); "
+                if p.get("token_process") else "learned tables' χ_b from the validation stream's unigram frequencies; ")
+             + (f"{len(p['reused_without_checkpoint'])} checkpoints not on disk enter through their previous predictions "
+                "(same weights digest, same settings); " if p.get("reused_without_checkpoint") else "")
+             +
              f"PPL law log r = β₁ Δρ̄ + β₂ Δlog(1 − ρ̄) (NNLS, no intercept), fitted without the variant it predicts; "
              f"β on all variants = {', '.join(_f(b) for b in result['lovo']['beta_all'])}.", "",
              "| left-out variant | seeds | " + " | ".join(f"measured {m}× | predicted {m}× | error" for m in ms)

@@ -39,8 +39,15 @@ SETTINGS = {"D_fraction": 4, "n_heldout": 48, "keys_per_query": 8, "n_compare": 
             "seed": 0}
 
 
-def checkpoint_entries(root: Path, preset: str, seeds=(0, 1, 2)) -> list[tuple[str, int, Path]]:
-    """(variant, seed, checkpoint) for every checkpoint with an evaluation cache."""
+#: the token process of a learned table's route characteristic (``chi-markov``'s kept one), part of those
+#: variants' prediction key
+TOKEN_PROCESS = "markov: the training stream's bigram chain"
+
+
+def checkpoint_entries(root: Path, preset: str, seeds=(0, 1, 2), absent: bool = False) -> list[tuple[str, int, Path]]:
+    """(variant, seed, checkpoint) for every checkpoint with an evaluation cache; ``absent=True``: also those whose
+    checkpoint is gone but whose evaluation cache is on disk (their predictions can only come from the previous
+    result, :func:`_reused`)."""
     from .evaluate import eval_cache_path
     from .train import checkpoint_path
 
@@ -48,9 +55,41 @@ def checkpoint_entries(root: Path, preset: str, seeds=(0, 1, 2)) -> list[tuple[s
     for v in BRIDGE_VARIANTS:
         for s in seeds:
             ck = checkpoint_path(preset, v, s, root)
-            if ck.exists() and eval_cache_path(ck).exists():
+            if (ck.exists() or absent) and eval_cache_path(ck).exists():
                 out.append((v, s, ck))
     return out
+
+
+def _variant_key(variant: str, key: dict) -> dict:
+    """The prediction key of ``variant``: the settings, and the token process where its angles are a learned table."""
+    from .model import VARIANT_SPECS
+
+    return {**key, "token_process": TOKEN_PROCESS} if VARIANT_SPECS[variant].angle_source == "learned" else key
+
+
+def _evaluated_digest(ck: Path) -> str | None:
+    """The weights digest in the evaluation cache of ``ck`` (``None`` when unreadable)."""
+    from .evaluate import eval_cache_path
+
+    try:
+        key = json.loads(eval_cache_path(ck).read_text(encoding="utf-8")).get("key")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return key.get("weights") if isinstance(key, dict) else None
+
+
+def _reused(name: str, v: str, s: int, ck: Path, key: dict, old_pred: dict, old_meas: dict) -> tuple | None:
+    """A (prediction, measurement) pair from the previous result for a checkpoint that is not on disk: only when
+    it was computed from the weights the evaluation cache holds and with today's settings ``key``
+    (:func:`_variant_key`: a learned table's names its token process, so its old unigram predictions never match)."""
+    dig = _evaluated_digest(ck)
+    p = old_pred.get(name)
+    if dig is None or not isinstance(p, dict) or p.get("digest") != dig or p.get("key") != key:
+        return None
+    m = old_meas.get(v) if s == 0 else None
+    if s == 0 and not (isinstance(m, dict) and m.get("digest") == dig and m.get("key") == key):
+        return None
+    return p, m
 
 
 def _cache_valid(path: Path, model) -> bool:
@@ -123,7 +162,7 @@ def run_bridge(preset: str = "cpu", *, results_dir=None, figure=None, reuse: boo
     D = max(1, Lt // cfg["D_fraction"])
     mults = list(p["eval"]["multiples"])
     lengths = [m * Lt for m in mults]
-    entries = checkpoint_entries(root, preset)
+    entries = checkpoint_entries(root, preset, absent=True)
     if not entries:
         raise ValueError(f"preset={preset!r}: no evaluated checkpoints under {root / 'checkpoints' / preset}; "
                          "run 'stylized transformer compare' first")
@@ -136,22 +175,37 @@ def run_bridge(preset: str = "cpu", *, results_dir=None, figure=None, reuse: boo
     old_pred, old_meas = (x if isinstance(x, dict) else {} for x in (old.get("predictions"), old.get("measured")))
     key = {**cfg, "D": D, "lengths": lengths}
     preds, meas, samples = {}, {}, []
+    reused = []
     for v, s, ck in entries:
+        name = f"{v}/s{s}"
+        if not ck.exists():  # evaluated, checkpoint gone: the previous prediction, if it is still today's
+            got = _reused(name, v, s, ck, _variant_key(v, key), old_pred, old_meas)
+            if got is None:
+                print(f"[bridge] skip {v} s{s}: no checkpoint, and no prediction of today's settings for the "
+                      "weights its evaluation cache holds", flush=True)
+                continue
+            preds[name] = got[0]
+            if s == 0:
+                meas[v] = got[1]
+            reused.append(name)
+            _add_sample(samples, v, s, ck, preds[name], lengths, Lt)
+            continue
         torch.set_num_threads(1)
         model, _ = load_model(ck, "cpu")
         if not _cache_valid(ck, model):
             print(f"[bridge] skip {v} s{s}: its evaluation cache is for other weights", flush=True)
             continue
         dig = weights_digest(model)
-        name = f"{v}/s{s}"
+        vkey = _variant_key(v, key)
         c = old_pred.get(name)
-        if isinstance(c, dict) and c.get("digest") == dig and c.get("key") == key:
+        if isinstance(c, dict) and c.get("digest") == dig and c.get("key") == vkey:
             preds[name] = c
         else:
             t1 = time.time()
-            st = bpred.train_length_stats(model, val, ends_in, D, cfg["keys_per_query"], cfg["seed"])
+            st = bpred.train_length_stats(model, val, ends_in, D, cfg["keys_per_query"], cfg["seed"],
+                                          train_tokens=corpus.train)
             pr = bpred.predict_rho(st, lengths, cfg["n_boot"], cfg["seed"])
-            preds[name] = {"digest": dig, "key": key, "variant": v, "seed": s, "input_len": st["input_len"],
+            preds[name] = {"digest": dig, "key": vkey, "variant": v, "seed": s, "input_len": st["input_len"],
                            "rho": [x["rho"].tolist() for x in pr], "lo": [x["lo"].tolist() for x in pr],
                            "hi": [x["hi"].tolist() for x in pr], "lam": [lay["lam"].tolist() for lay in st["layers"]],
                            "profile": [lay["profile"].tolist() for lay in st["layers"]]}
@@ -168,10 +222,7 @@ def run_bridge(preset: str = "cpu", *, results_dir=None, figure=None, reuse: boo
                 meas[v].update({"digest": dig, "key": key})
                 if progress:
                     print(f"[bridge] measured {v} at {len(lengths)} lengths in {time.time() - t1:.0f}s", flush=True)
-        ms, lr = _ratios(ck)
-        rho = np.array(preds[name]["rho"])  # [layers, lengths, H]
-        x = [bppl.features(rho[:, lengths.index(m * Lt)], rho[:, 0]) for m in ms]
-        samples.append({"variant": v, "seed": s, "multiples": ms, "x": np.array(x), "log_ratio": lr})
+        _add_sample(samples, v, s, ck, preds[name], lengths, Lt)
         del model
     lovo = bppl.leave_one_variant_out(samples)
     verdict = bppl.verdict(lovo)
@@ -182,6 +233,7 @@ def run_bridge(preset: str = "cpu", *, results_dir=None, figure=None, reuse: boo
         "params": {"preset": preset, "L_train": Lt, "D": D, "multiples": mults, **cfg,
                    "corpus": corpus.description, "ppl_metric": "target (the last L_train positions)",
                    "heldout_windows": len(ends_in), "compare_windows": len(ends_cmp),
+                   "token_process": TOKEN_PROCESS, "reused_without_checkpoint": reused,
                    "inputs_max_length": max(pv["input_len"] for pv in preds.values())},
         "holds": verdict["holds"],
         "verdict": verdict,
@@ -199,6 +251,14 @@ def run_bridge(preset: str = "cpu", *, results_dir=None, figure=None, reuse: boo
     plot_bridge(result, fig)
     result["files"] = {"json": str(json_path), "csv": str(root / f"bridge_{preset}.csv"), "figure": str(fig)}
     return result
+
+
+def _add_sample(samples: list, v: str, s: int, ck: Path, pred: dict, lengths: list[int], Lt: int) -> None:
+    """The perplexity law's sample of one checkpoint: features of its predicted ρ̂ and its measured log-ratios."""
+    ms, lr = _ratios(ck)
+    rho = np.array(pred["rho"])  # [layers, lengths, H]
+    x = [bppl.features(rho[:, lengths.index(m * Lt)], rho[:, 0]) for m in ms]
+    samples.append({"variant": v, "seed": s, "multiples": ms, "x": np.array(x), "log_ratio": lr})
 
 
 def _measure(model, val, ends, lengths, D, cfg, lam_heldout) -> dict:

@@ -22,7 +22,7 @@ import numpy as np
 from stylized.laws.markov_tokens import MarkovTokens
 from stylized.laws.so2 import TokenAngles
 
-__all__ = ["PSEUDOCOUNT", "N_START", "CHECKPOINTS", "measured_characteristic", "forecasts", "compare_checkpoint",
+__all__ = ["PSEUDOCOUNT", "N_START", "CHECKPOINTS", "bigram_chain", "measured_characteristic", "forecasts", "compare_checkpoint",
            "run_chi_markov", "chi_markov_section"]
 
 PSEUDOCOUNT = 1e-3
@@ -44,16 +44,24 @@ def measured_characteristic(table: np.ndarray, tokens: np.ndarray, ns: np.ndarra
     return out
 
 
-def forecasts(table: np.ndarray, train: np.ndarray, ns: np.ndarray) -> dict[str, np.ndarray]:
-    """``unigram`` and ``markov`` forecasts of ``m_b(n)`` from the training stream: each ``(len(ns), planes)``."""
+def bigram_chain(train: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The training stream's token process on the tokens it contains: ``(seen, unigram p, transition T)``, the
+    bigram counts with pseudocount :data:`PSEUDOCOUNT` in every cell, rows normalised."""
+    train = np.asarray(train, dtype=np.int64)
     seen = np.unique(train)
     lab = np.searchsorted(seen, train)
+    V = seen.size
+    counts = np.bincount(lab[:-1] * V + lab[1:], minlength=V * V).reshape(V, V) + PSEUDOCOUNT
+    return seen, np.bincount(lab, minlength=V) / lab.size, counts / counts.sum(1, keepdims=True)
+
+
+def forecasts(table: np.ndarray, train: np.ndarray, ns: np.ndarray) -> dict[str, np.ndarray]:
+    """``unigram`` and ``markov`` forecasts of ``m_b(n)`` from the training stream: each ``(len(ns), planes)``."""
+    seen, p, transition = bigram_chain(train)
     tab = table[seen]
     d = 2 * tab.shape[1]
-    uni = TokenAngles(d, table=tab, probs=np.bincount(lab, minlength=seen.size) / lab.size)
-    counts = np.full((seen.size, seen.size), PSEUDOCOUNT)
-    np.add.at(counts, (lab[:-1], lab[1:]), 1.0)
-    mk = MarkovTokens(d, table=tab, transition=counts / counts.sum(1, keepdims=True))
+    uni = TokenAngles(d, table=tab, probs=p)
+    mk = MarkovTokens(d, table=tab, transition=transition)
     return {"unigram": uni.chi()[None, :] ** ns[:, None], "markov": np.asarray(mk.route_characteristic(ns))}
 
 
@@ -124,6 +132,6 @@ def chi_markov_section(res: dict) -> list[str]:
               for c in cks for rs in [[r for r in res['rows'] if r['checkpoint'] == c]]], "",
             f"{len(cks)} checkpoints ({', '.join(sorted({r['preset'] for r in res['rows']}))} presets), "
             f"{res['n']} layers: mean error unigram {p['unigram']:.4f}, Markov {p['markov']:.4f}; Markov is better "
-            f"in {res['n_markov_better']} of {res['n']} layers. **Kept: {res['kept']}.** The bridge's saved result "
-            "still uses unigram frequencies of the validation stream; re-running it with the kept process needs the "
-            "cpu preset's 26 checkpoints, which are not on this machine.", ""]
+            f"in {res['n_markov_better']} of {res['n']} layers. **Kept: {res['kept']}.** The bridge (`stylized transformer "
+            "bridge`) takes every learned table's route characteristic from the kept process: the training stream's "
+            "bigram chain, m_b(n) = π D_b (T D_b)^{n−1} 1 at every distance n (its parameters name the token process).", ""]

@@ -430,8 +430,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         r.set_defaults(func=_guard(fn))
 
     from .bridge import add_parsers as add_bridge_parsers
+    from .long_eval import add_parser as add_long_eval_parser
 
     add_bridge_parsers(sub, _guard)  # bridge, combined, probe (the bridge never imports this module)
+    add_long_eval_parser(sub, _guard)
     return p
 
 

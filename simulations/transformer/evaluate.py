@@ -317,8 +317,12 @@ def evaluate_checkpoint(
     device: str | None = None,
     cache: bool = True,
     on_rows: Callable[[list[dict]], None] | None = None,
+    cache_tag: str | None = None,
 ) -> list[dict]:
     """Load a checkpoint and return its summary rows (per-window losses cached beside it).
+
+    ``cache_tag`` names a cache of its own (``<name>-<tag>.json``) for an evaluation outside the preset's
+    multiples, so that it never replaces the comparison's cache.
 
     ``on_rows``, if given, receives the summary rows of the multiples evaluated so far after each one.
 
@@ -335,6 +339,8 @@ def evaluate_checkpoint(
     cpath = eval_cache_path(path)
     if ecfg.windows != "grid":
         cpath = cpath.with_name(f"{cpath.stem}-{ecfg.windows}-windows.json")
+    if cache_tag:
+        cpath = cpath.with_name(f"{cpath.stem}-{cache_tag}.json")
     losses = read_loss_cache(cpath, key, fields=EVAL_FIELDS) if cache else None
     if losses is None:
         if cache:  # before the work: the cache can be written beside the checkpoints

@@ -162,8 +162,8 @@ def householder_chain_numba(key, u0, U, start_row):
     Box–Muller pairs ``tP … tP + P − 1`` (``P = ⌈d/2⌉``) of the counter stream ``key``
     (:func:`stylized.core.counter_rng.box_muller`): pair ``tP + p`` gives ``(g_p, g_{P+p})``; for odd ``d``
     the last ``sin`` is unused.  The pairs of 64 steps are drawn in one flat SIMD loop (``cos`` and
-    ``sin`` halves apart), then laid out per step as a contiguous ``g`` (row ``t`` of ``G``, the ``cos``
-    half then the ``sin`` half) while ``||g||²`` is summed, off the sequential chain.
+    ``sin`` halves apart); the chain then works on the route vector's two halves against the two halves of
+    ``g`` where they were drawn (``g·u`` and ``||g||²`` in one pass), never copying ``g``.
     """
     m, d = U.shape
     P = (d + 1) // 2
@@ -172,9 +172,12 @@ def householder_chain_numba(key, u0, U, start_row):
     gs = np.empty(blk * P)  # g_P … g_{d−1} (for odd d the last is unused, set to 0)
     gc2 = gc.reshape((blk, P))
     gs2 = gs.reshape((blk, P))
-    G = np.empty((blk, 2 * P))  # row t: the step's g = G[t, :d]
-    nn = np.empty(blk)
-    u = u0.copy()  # the route vector, carried in float64
+    ua = np.empty(P)  # the route vector, carried in float64 as its two halves (the halves of g)
+    ub = np.zeros(P)
+    for p in range(P):
+        ua[p] = u0[p]
+    for p in range(d - P):
+        ub[p] = u0[P + p]
     first = m - 1
     if start_row:
         U[m - 1] = u0
@@ -188,19 +191,21 @@ def householder_chain_numba(key, u0, U, start_row):
         if d < 2 * P:
             for tt in range(nb):
                 gs2[tt, P - 1] = 0.0
-        for tt in range(nb):  # contiguous g and ||g||², off the sequential chain
+        for tt in range(nb):  # u ← u − 2 g (g·u)/||g||², on the halves in place (no copy of g)
+            a, b = gc2[tt], gs2[tt]
             s = 0.0
+            nn = 0.0
             for p in range(P):
-                a, b = gc2[tt, p], gs2[tt, p]
-                G[tt, p] = a
-                G[tt, P + p] = b
-                s += a * a + b * b
-            nn[tt] = s
-        for tt in range(nb):
-            beta_step_nb(u, G[tt, :d], 2.0, nn[tt])
+                s += a[p] * ua[p] + b[p] * ub[p]
+                nn += a[p] * a[p] + b[p] * b[p]
+            f = 2.0 * s / nn
             row = U[j0 - tt]
-            for i in range(d):  # an explicit loop: measured faster than Numba's `U[j] = u` here
-                row[i] = u[i]
+            for p in range(P):
+                ua[p] -= f * a[p]
+                ub[p] -= f * b[p]
+                row[p] = ua[p]
+            for p in range(d - P):
+                row[P + p] = ub[p]
 
 
 def householder_chain_normals(key: int, steps: int, d: int) -> np.ndarray:
@@ -281,8 +286,9 @@ def householder_route(q: np.ndarray, L: int, seed: int | np.random.SeedSequence 
     e = np.zeros(d)
     e[0] = np.linalg.norm(q)
     pool = _pool()
-    jobs = [pool.submit(householder_chain_numba, keys[k], q if k == 0 else e, U[edges[k + 1]:edges[k]], k == 0)
-            for k in range(segments)]
+    jobs = [pool.submit(householder_chain_numba, keys[k], e, U[edges[k + 1]:edges[k]], False)
+            for k in range(1, segments)]
+    householder_chain_numba(keys[0], q, U[edges[1]:edges[0]], True)  # piece 0 on the calling thread: one wake-up fewer
     for job in jobs:
         job.result()
     # glue: reflection k maps e to the (glued) last row of piece k−1; computed in O(d) each, applied in parallel
@@ -296,8 +302,10 @@ def householder_route(q: np.ndarray, L: int, seed: int | np.random.SeedSequence 
         end = beta_step(last, v)
     # every glued row on its own: split the pieces over the pool's threads (rows are independent; same result)
     parts = max(1, _POOL_THREADS // max(1, segments - 1))
-    jobs = [pool.submit(_reflect_rows, U[a:b], vs[k - 1]) for k in range(1, segments)
-            for a, b in _splits(edges[k + 1], edges[k], parts)]
+    tasks = [(U[a:b], vs[k - 1]) for k in range(1, segments) for a, b in _splits(edges[k + 1], edges[k], parts)]
+    jobs = [pool.submit(_reflect_rows, *t) for t in tasks[1:]]
+    for t in tasks[:1]:  # one part on the calling thread
+        _reflect_rows(*t)
     for job in jobs:
         job.result()
     return U

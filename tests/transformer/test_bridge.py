@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from simulations.transformer import bridge, bridge_combined, bridge_ppl, bridge_predict  # noqa: E402
+from simulations.transformer import bridge, bridge_combined, bridge_ppl, bridge_predict, bridge_run  # noqa: E402
 from simulations.transformer.model import GPT, GPTConfig  # noqa: E402
 from simulations.transformer.probe import forward_with_probe, token_frequencies  # noqa: E402
 
@@ -77,6 +77,36 @@ def test_in_sample_prediction_for_every_mechanism(variant: str) -> None:
     meas = bridge_predict.measure_rho(m, tokens, ends, 16, 4, n_last=1)["layers"][0]["rho"].mean(axis=(0, 2))
     np.testing.assert_allclose(pred["rho"][0], meas, atol=0.06)
     assert np.all((pred["rho"] >= 0) & (pred["rho"] <= 1))
+
+
+def test_learned_tables_take_the_training_streams_markov_chain() -> None:
+    """With a training stream, a learned layer carries its bigram chain and the forecast uses m_b(n) from the twisted
+    transfer operator: for i.i.d. training tokens that is χ_bⁿ (the unigram law); for a sticky chain it is not, and
+    the long-length forecast moves; other variants carry no chain."""
+    m = sharp_model("learned-qk", std=0.3)
+    rng = np.random.default_rng(4)
+    held = rng.integers(0, 11, 12_000)
+    ends = np.arange(16, 12_000, 160)[:48]
+    iid = rng.integers(0, 11, 200_000)
+    st = bridge_predict.train_length_stats(m, held, ends, D=4, keys_per_query=8, train_tokens=iid)
+    lay = st["layers"][0]
+    assert lay["markov"]["table"].shape == (11, 4) and lay["markov"]["transition"].shape == (11, 11)
+    route = bridge_predict.markov_route(lay["markov"], 64, lay["chi"].shape)
+    chi = bridge_predict.relative_step_chi(m.blocks[0].attn, np.bincount(iid, minlength=11) / iid.size)
+    np.testing.assert_allclose(route[5], chi ** 5, atol=0.01)  # i.i.d. up to the bigram counts' noise
+    assert np.allclose(route[0], 1.0)
+    sticky = np.repeat(rng.integers(0, 11, 20_000), 10)  # runs of 10: strongly Markov
+    st2 = bridge_predict.train_length_stats(m, held, ends, D=4, keys_per_query=8, train_tokens=sticky)
+    r2 = bridge_predict.markov_route(st2["layers"][0]["markov"], 64, lay["chi"].shape)
+    assert np.max(np.abs(r2[5] - chi ** 5)) > 0.05
+    a = bridge_predict.predict_rho(st, [32, 64], n_boot=20)[0]["rho"]
+    b = bridge_predict.predict_rho(st2, [32, 64], n_boot=20)[0]["rho"]
+    assert np.max(np.abs(a - b)) > 5e-4  # the forecast reads the chain (a small model: far mass moves little)
+    st["layers"][0]["markov"] = None  # without the chain: the unigram χⁿ of the held-out windows
+    c = bridge_predict.predict_rho(st, [32, 64], n_boot=20)[0]["rho"]
+    assert np.max(np.abs(a - c)) > 0
+    rope = bridge_predict.train_length_stats(sharp_model("rope"), held, ends, D=4, train_tokens=iid)
+    assert rope["layers"][0]["markov"] is None
 
 
 def test_prediction_matches_measurement_at_train_length_and_sees_only_train_length() -> None:
@@ -168,7 +198,7 @@ def test_bridge_end_to_end_on_smoke_checkpoints(tmp_path, monkeypatch) -> None:
     corpus = data.load_path(folder)
     monkeypatch.setattr(data, "load_corpus", lambda *a, **k: corpus)
     out = tmp_path / "res"
-    for v in ("nope", "rope", "alibi", "ssmax"):
+    for v in ("nope", "rope", "alibi", "ssmax", "learned-qk"):
         path = checkpoint_path("smoke", v, 0, out)
         train(v, "smoke", steps=3, ckpt=path, corpus=corpus, progress=False, device="cpu")
         evaluate_checkpoint(path, make_configs(v, "smoke")[2], corpus, 0, "cpu")
@@ -177,7 +207,9 @@ def test_bridge_end_to_end_on_smoke_checkpoints(tmp_path, monkeypatch) -> None:
     res = json.loads((out / "bridge_smoke.json").read_text())
     assert rc == (0 if res["holds"] else 1)
     assert res["params"]["inputs_max_length"] == res["params"]["L_train"] == 16
-    assert {r["variant"] for r in res["lovo"]["rows"]} == {"nope", "rope", "alibi", "ssmax"}
+    assert {r["variant"] for r in res["lovo"]["rows"]} == {"nope", "rope", "alibi", "ssmax", "learned-qk"}
+    assert res["predictions"]["learned-qk/s0"]["key"]["token_process"] == bridge_run.TOKEN_PROCESS
+    assert "token_process" not in res["predictions"]["rope/s0"]["key"]
     assert fig.exists() and fig.with_suffix(".pdf").exists()
     md = bridge.bridge_markdown(res)
     assert "leave" in md.lower() or "left-out" in md and "Verdict" in md
@@ -187,6 +219,20 @@ def test_bridge_end_to_end_on_smoke_checkpoints(tmp_path, monkeypatch) -> None:
     again = json.loads((out / "bridge_smoke.json").read_text())
     assert again["predictions"] == res["predictions"]  # cached by weights digest
     assert (out / "bridge_smoke.json").stat().st_mtime_ns >= stamp
+    # a checkpoint gone: its previous prediction enters when the weights and settings are today's ...
+    checkpoint_path("smoke", "rope", 0, out).unlink()
+    bridge.main(["bridge", "--preset", "smoke", "--results-dir", str(out), "--figure", str(fig)])
+    gone = json.loads((out / "bridge_smoke.json").read_text())
+    assert gone["params"]["reused_without_checkpoint"] == ["rope/s0"]
+    assert gone["predictions"]["rope/s0"] == res["predictions"]["rope/s0"] and gone["lovo"] == again["lovo"]
+    # ... and a learned table's unigram-era prediction never does (its key lacks the token process)
+    saved = json.loads((out / "bridge_smoke.json").read_text())
+    saved["predictions"]["learned-qk/s0"]["key"].pop("token_process")
+    (out / "bridge_smoke.json").write_text(json.dumps(saved))
+    checkpoint_path("smoke", "learned-qk", 0, out).unlink()
+    bridge.main(["bridge", "--preset", "smoke", "--results-dir", str(out), "--figure", str(fig)])
+    left = json.loads((out / "bridge_smoke.json").read_text())
+    assert "learned-qk/s0" not in left["predictions"] and left["params"]["reused_without_checkpoint"] == ["rope/s0"]
     with pytest.raises(SystemExit) as e:
         bridge.main(["bridge", "--preset", "smoke", "--results-dir", str(tmp_path / "empty")])
     assert e.value.code == 2
