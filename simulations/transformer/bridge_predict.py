@@ -126,9 +126,10 @@ def train_length_stats(model: GPT, tokens: np.ndarray, ends: np.ndarray, D: int,
     x = torch.from_numpy(np.stack([tokens[e - L: e] for e in ends]).astype(np.int64))
     if x.shape[1] > MAX_INPUT_LEN * L:
         raise AssertionError("a prediction input was measured beyond L_train")
-    probs = token_frequencies(tokens, model.config.vocab_size)
     chain = None
-    if train_tokens is not None:
+    if train_tokens is None:
+        probs = token_frequencies(tokens, model.config.vocab_size)
+    else:
         from .chi_markov import bigram_chain
 
         chain = bigram_chain(train_tokens)

@@ -78,13 +78,14 @@ def _evaluated_digest(ck: Path) -> str | None:
     return key.get("weights") if isinstance(key, dict) else None
 
 
-def _reused(name: str, v: str, s: int, ck: Path, key: dict, old_pred: dict, old_meas: dict) -> tuple | None:
+def _reused(v: str, s: int, ck: Path, key: dict, old_pred: dict, old_meas: dict) -> tuple | None:
     """A (prediction, measurement) pair from the previous result for a checkpoint that is not on disk: only when
-    it was computed from the weights the evaluation cache holds and with today's settings ``key``
-    (:func:`_variant_key`: a learned table's names its token process, so its old unigram predictions never match)."""
+    both were computed from the weights the evaluation cache holds and with today's settings ``key`` (the
+    prediction under :func:`_variant_key`: a learned table's names its token process, so its old unigram
+    predictions never match; the measurement, which no token process enters, under ``key`` itself)."""
     dig = _evaluated_digest(ck)
-    p = old_pred.get(name)
-    if dig is None or not isinstance(p, dict) or p.get("digest") != dig or p.get("key") != key:
+    p = old_pred.get(f"{v}/s{s}")
+    if dig is None or not isinstance(p, dict) or p.get("digest") != dig or p.get("key") != _variant_key(v, key):
         return None
     m = old_meas.get(v) if s == 0 else None
     if s == 0 and not (isinstance(m, dict) and m.get("digest") == dig and m.get("key") == key):
@@ -179,7 +180,7 @@ def run_bridge(preset: str = "cpu", *, results_dir=None, figure=None, reuse: boo
     for v, s, ck in entries:
         name = f"{v}/s{s}"
         if not ck.exists():  # evaluated, checkpoint gone: the previous prediction, if it is still today's
-            got = _reused(name, v, s, ck, _variant_key(v, key), old_pred, old_meas)
+            got = _reused(v, s, ck, key, old_pred, old_meas)
             if got is None:
                 print(f"[bridge] skip {v} s{s}: no checkpoint, and no prediction of today's settings for the "
                       "weights its evaluation cache holds", flush=True)

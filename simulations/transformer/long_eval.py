@@ -61,9 +61,9 @@ def run_long_eval(root: Path, preset: str = "cpu-long", seed: int = 0, variants=
     metrics, with the paper's ratio at the same absolute length), the learned-qk − learned-qkv differences, and
     whether each checkpoint is the one the comparison evaluated."""
     from .data import load_corpus
-    from .evaluate import EvalConfig, eval_cache_path, evaluate_checkpoint, parse_losses, weights_digest, window_ends
+    from .evaluate import EvalConfig, eval_cache_path, evaluate_checkpoint, parse_losses, window_ends
     from .presets import get_preset
-    from .train import checkpoint_path, load_model, make_configs, train
+    from .train import checkpoint_path, make_configs, train
 
     multiples = sorted({int(m) for m in multiples} | {1})
     top = max(multiples)
@@ -84,23 +84,22 @@ def run_long_eval(root: Path, preset: str = "cpu-long", seed: int = 0, variants=
                 continue
             log(f"[long-eval] training {v} seed {seed} ({preset})")
             train(v, preset, seed=seed, resume=True, ckpt=path, corpus=corpus, progress=False, device="cpu")
-        model, ck = load_model(path, "cpu")
-        digest = weights_digest(model)
-        del model
-        canon = eval_cache_path(path)
-        evaluated = json.loads(canon.read_text())["key"]["weights"] if canon.exists() else None
-        runs[v] = {"weights": digest, "comparison_weights": evaluated, "same_run": digest == evaluated,
-                   "steps": int(ck["step"])}
-        log(f"[long-eval] {v} seed {seed}: weights {digest} "
-            f"({'the comparison' + chr(39) + 's run' if digest == evaluated else 'not the evaluated run'}); evaluating")
         tag = f"to{top}x"
+        log(f"[long-eval] evaluating {v} seed {seed}")
         for r in evaluate_checkpoint(path, ecfg, corpus, 0, "cpu", cache_tag=tag):
             tokens = int(r["multiple"]) * L_train
             rows.append({**{k: r[k] for k in ("variant", "multiple", "ratio", "ci_low", "ci_high", "ratio_all",
                                               "ci_low_all", "ci_high_all", "ppl", "ppl_all", "n_windows")},
                          "tokens": tokens, "paper": paper_at_tokens(v, tokens)})
-        cache = canon.with_name(f"{canon.stem}-{tag}.json")
-        losses[v] = parse_losses(json.loads(cache.read_text())["losses"])
+        canon = eval_cache_path(path)  # the comparison's cache, and this evaluation's own (both keyed by the weights)
+        mine = json.loads(canon.with_name(f"{canon.stem}-{tag}.json").read_text())
+        losses[v] = parse_losses(mine["losses"])
+        digest = mine["key"]["weights"]
+        evaluated = json.loads(canon.read_text())["key"]["weights"] if canon.exists() else None
+        runs[v] = {"weights": digest, "comparison_weights": evaluated, "same_run": digest == evaluated,
+                   "steps": int(mine["key"]["step"])}
+        log(f"[long-eval] {v} seed {seed}: weights {digest} "
+            f"({'the comparison' + chr(39) + 's run' if digest == evaluated else 'not the evaluated run'})")
     pairs = []
     if "learned-qk" in losses and "learned-qkv" in losses:
         for metric in ("all", "target"):

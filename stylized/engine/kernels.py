@@ -157,8 +157,8 @@ def householder_chain_numba(key, u0, U, start_row):
 
     With ``start_row`` the chain starts at ``U[m−1] = u0``; otherwise ``u0`` is the row
     just after ``U`` and ``U[m−1] = H u0``.  Then ``U[j] = H_{j+1} U[j+1]``, ``H = I − 2 w wᵀ``,
-    ``w = g/||g||``: ``U[j] = U[j+1] − 2 g (g·U[j+1]) / ||g||²`` (:func:`beta_step_nb` with
-    ``nn = ||g||²``; ``w`` is never stored).  The ``t``-th step's standard normal ``g`` comes from the
+    ``w = g/||g||``: ``U[j] = U[j+1] − 2 g (g·U[j+1]) / ||g||²`` (the step of
+    :func:`beta_step_nb` with ``nn = ||g||²``, written out on the halves; ``w`` is never stored).  The ``t``-th step's standard normal ``g`` comes from the
     Box–Muller pairs ``tP … tP + P − 1`` (``P = ⌈d/2⌉``) of the counter stream ``key``
     (:func:`stylized.core.counter_rng.box_muller`): pair ``tP + p`` gives ``(g_p, g_{P+p})``; for odd ``d``
     the last ``sin`` is unused.  The pairs of 64 steps are drawn in one flat SIMD loop (``cos`` and
@@ -172,12 +172,9 @@ def householder_chain_numba(key, u0, U, start_row):
     gs = np.empty(blk * P)  # g_P … g_{d−1} (for odd d the last is unused, set to 0)
     gc2 = gc.reshape((blk, P))
     gs2 = gs.reshape((blk, P))
-    ua = np.empty(P)  # the route vector, carried in float64 as its two halves (the halves of g)
+    ua = u0[:P].copy()  # the route vector, carried in float64 as its two halves (the halves of g)
     ub = np.zeros(P)
-    for p in range(P):
-        ua[p] = u0[p]
-    for p in range(d - P):
-        ub[p] = u0[P + p]
+    ub[: d - P] = u0[P:]
     first = m - 1
     if start_row:
         U[m - 1] = u0

@@ -225,11 +225,16 @@ def test_bridge_end_to_end_on_smoke_checkpoints(tmp_path, monkeypatch) -> None:
     gone = json.loads((out / "bridge_smoke.json").read_text())
     assert gone["params"]["reused_without_checkpoint"] == ["rope/s0"]
     assert gone["predictions"]["rope/s0"] == res["predictions"]["rope/s0"] and gone["lovo"] == again["lovo"]
+    # ... a learned table's too, prediction and measurement under their own keys ...
+    checkpoint_path("smoke", "learned-qk", 0, out).unlink()
+    bridge.main(["bridge", "--preset", "smoke", "--results-dir", str(out), "--figure", str(fig)])
+    both = json.loads((out / "bridge_smoke.json").read_text())
+    assert both["params"]["reused_without_checkpoint"] == ["rope/s0", "learned-qk/s0"]
+    assert both["predictions"]["learned-qk/s0"] == res["predictions"]["learned-qk/s0"]
     # ... and a learned table's unigram-era prediction never does (its key lacks the token process)
     saved = json.loads((out / "bridge_smoke.json").read_text())
     saved["predictions"]["learned-qk/s0"]["key"].pop("token_process")
     (out / "bridge_smoke.json").write_text(json.dumps(saved))
-    checkpoint_path("smoke", "learned-qk", 0, out).unlink()
     bridge.main(["bridge", "--preset", "smoke", "--results-dir", str(out), "--figure", str(fig)])
     left = json.loads((out / "bridge_smoke.json").read_text())
     assert "learned-qk/s0" not in left["predictions"] and left["params"]["reused_without_checkpoint"] == ["rope/s0"]
