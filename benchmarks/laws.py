@@ -2,7 +2,9 @@
 
 * the generic path (:meth:`stylized.laws.base.StepLaw.route_queries` on pre-drawn dense steps: the compiled kernel
   :func:`stylized.engine.dense_kernels.dense_route_queries`) against a NumPy per-step loop (the same draws, one
-  ``Mᵀu`` per route and step), goal ≥ 10×; and its NumPy twin (one batched product per step) against the same loop;
+  ``Mᵀu`` per route and step), goal ≥ 10× on the threads chosen by measurement
+  (:func:`stylized.engine.dense_kernels.dense_threads`), beside the kernel on one thread and on Numba's thread
+  count; and its NumPy twin (one batched product per step) against the same loop;
 * the same generic path on dense Householder matrices against the Householder Numba kernel
   (``householder_overlaps``) at ``d = 64``: what a law's structured override buys.
 """
@@ -54,7 +56,14 @@ def bench_rows(repeat: int) -> list[dict]:
 
     law_cls = _dense_householder()
     rows = []
-    from stylized.engine.dense_kernels import dense_route_queries_numpy
+    import numba
+
+    from stylized.engine.dense_kernels import (
+        dense_route_queries_numba,
+        dense_route_queries_numpy,
+        dense_route_queries_serial,
+        dense_threads,
+    )
 
     for d, size, nmax in ((16, 512, 64), (64, 256, 64)):
         law = law_cls(d=d)
@@ -65,8 +74,15 @@ def bench_rows(repeat: int) -> list[dict]:
                          f"d={d}", "kernel", "NumPy per-step loop (one m_nᵀu per route and step)",
                          lambda steps=steps, q=q: dense_route_queries_numpy(steps, q),
                          lambda steps=steps, q=q: _per_step_loop(steps, q), repeat))
+        for name, kernel in (("1 thread", dense_route_queries_serial),
+                             (f"{numba.get_num_threads()} threads (prange)", dense_route_queries_numba)):
+            rows.append(_row(f"dense kernel on {name}, {size} routes × {nmax} steps, d={d}", "kernel",
+                             "NumPy per-step loop (one m_nᵀu per route and step)",
+                             lambda kernel=kernel, steps=steps, q=q: kernel(steps, q),
+                             lambda steps=steps, q=q: _per_step_loop(steps, q), repeat))
         rows.append(_row(f"generic dense law: u_n = P_nᵀq on pre-drawn steps, {size} routes × {nmax} steps, d={d} "
-                         "(StepLaw.route_queries: the compiled kernel)", "kernel", "NumPy per-step loop (one m_nᵀu per route and step)",
+                         f"(StepLaw.route_queries: the compiled kernel on {dense_threads()} thread(s), chosen by "
+                         "measurement)", "kernel", "NumPy per-step loop (one m_nᵀu per route and step)",
                          lambda law=law, steps=steps, q=q: law.route_queries(steps, q),
                          lambda steps=steps, q=q: _per_step_loop(steps, q), repeat,
                          goal="≥ 10× the per-step loop" if d == 16 else None,

@@ -34,7 +34,8 @@ import numpy as np
 
 __all__ = ["main", "collect_rows", "machine", "timed_pair", "row", "OTHER_MODULES"]
 
-OTHER_MODULES = ("benchmarks.scores", "benchmarks.laws", "stylized.engine.lse")
+OTHER_MODULES = ("benchmarks.scores", "benchmarks.laws", "benchmarks.startup", "benchmarks.alibi_eval",
+                 "stylized.engine.lse")
 """Modules whose ``bench_rows(repeat)`` add rows (``stylized.engine.lse`` until its rows move here)."""
 
 

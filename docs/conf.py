@@ -31,8 +31,17 @@ extensions = [
     "sphinx.ext.viewcode",
     "numpydoc",
     "myst_parser",
+    "sphinx-mathjax-offline",  # MathJax 3.2.2 copied into _static/mathjax: formulas render with no network
     "stylized_docs",  # docs/_ext: generated claim pages, every example run by the build
 ]
+# The SVG output carries its glyphs in the script itself (no font files fetched), so a page opened from disk
+# renders its formulas too.  A relative path is read inside _static/.  sphinx-mathjax-offline sets its own
+# (tex-chtml.js) in its setup, after this file is read: set ours once the configuration is complete.
+MATHJAX_PATH = "mathjax/tex-svg.js"
+
+
+def setup(app):
+    app.connect("config-inited", lambda app, config: setattr(config, "mathjax_path", MATHJAX_PATH), priority=900)
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
@@ -56,6 +65,8 @@ numpydoc_validation_checks: set[str] = set()
 warnings.filterwarnings("ignore", message="Unknown section Example in the docstring", category=UserWarning)
 
 myst_enable_extensions = ["colon_fence", "deflist"]
+# Smart quotes and ellipses, but no dashes: "--list" in prose stays two hyphens (not an en dash).
+smartquotes_action = "qe"
 myst_heading_anchors = 3
 
 html_theme = "furo"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import math
 import re
 from dataclasses import dataclass
@@ -14,13 +15,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from stylized import InvalidInput
+from stylized.core.key_values import KeyValues
 from stylized.core.montecarlo import check_positive_int
-from stylized.core.options import Float, Int, Spec
+from stylized.core.options import Float, Int, LawRange, Spec
 from stylized.harness.registry import Check, Option, add_validator
 from stylized.laws.families import FAMILY_NAMES, StepFamily, StepLaw, law_names, make_family
-from stylized.laws.registry import resolve_law
+from stylized.laws.registry import is_builtin, resolve_law
+from stylized.laws.trust import contained, guarded, trusted
 
 __all__ = ["errorbar_rows", "LawChoice", "law_option", "law_at", "family_options", "family_from_params", "families_from_params", "validate_families",
+           "unknown_law_params",
            "check_reference", "default_route_length", "joint_passes", "law_setting", "limits", "finite"]
 
 
@@ -84,16 +88,23 @@ def law_option(default, multi: bool = False, help: str | None = None, allow_all:
     return Option("family", default, text, LawChoice.of(multi, allow_all))
 
 
+def _law_range(arg: str, strict: Spec) -> LawRange:
+    """Option ``arg``'s spec: any finite number, ``strict`` for the built-in law that takes it (:data:`_LAW_ARG`)."""
+    return LawRange("float", strict=strict, law=next(k for k, v in _LAW_ARG.items() if v == arg))
+
+
 def family_options(family_default: str = "householder", d_default: int = 64, multi: bool = False) -> tuple[Option, ...]:
     """The options that pick a step family and its parameters."""
     return (
         law_option(family_default, multi),
         Option("d", d_default, "dimension d (even for SO(2) families; a StepLaw given from Python brings its own)",
                Int(2, 4096, size=True)),
-        Option("omega", 1.0, "so2-uniform: angle half-width ω in (0, π]", Float(0, np.pi, lo_open=True)),
-        Option("sigma", 0.5, "so2-normal: angle standard deviation σ > 0 (μ = 0)", Float(0, 1e6, lo_open=True)),
-        Option("p", 0.1, "lazy-haar: probability p ∈ (0, 1] of a Haar step", Float(0, 1, lo_open=True)),
-        Option("base", 10000.0, "rope-random: RoPE base (ω_b = base^(−2b/d))", Float(1, 1e12, lo_open=True)),
+        Option("omega", 1.0, "so2-uniform: angle half-width ω in (0, π]", _law_range("omega", Float(0, np.pi, lo_open=True))),
+        Option("sigma", 0.5, "so2-normal: angle standard deviation σ > 0 (μ = 0)", _law_range("sigma", Float(0, 1e6, lo_open=True))),
+        Option("p", 0.1, "lazy-haar: probability p ∈ (0, 1] of a Haar step", _law_range("p", Float(0, 1, lo_open=True))),
+        Option("base", 10000.0, "rope-random: RoPE base (ω_b = base^(−2b/d))", _law_range("base", Float(1, 1e12, lo_open=True))),
+        Option("law_param", None, "a parameter of the step law's factory, KEY=VALUE (repeatable; a user's law "
+               "takes its own; an unknown key is refused)", KeyValues()),
     )
 
 
@@ -101,9 +112,25 @@ def law_at(entry, d: int, params: dict) -> StepLaw:
     """The law ``entry`` (a name, ``module:Factory`` or a :class:`StepLaw`) in dimension ``d``.
 
     A law instance keeps its own parameters; at another ``d`` it is rebuilt with ``dataclasses.replace``."""
+    extra = params.get("law_param") or {}
     if isinstance(entry, StepLaw):
-        return entry if entry.d == d else dataclasses.replace(entry, d=d)
-    return make_family(entry, d, **{k: params[k] for k in _FAMILY_ARGS if k in params})
+        extra = {k: v for k, v in extra.items() if k not in unknown_law_params(entry, extra)}
+        law = entry if entry.d == d and not extra else dataclasses.replace(entry, **{**extra, "d": d})
+        return law if is_builtin(law) else guarded(law)  # a user's law: every draw validated while a check runs
+    return make_family(entry, d, **{**{k: params[k] for k in _FAMILY_ARGS if k in params}, **extra})
+
+
+def unknown_law_params(entry, keys) -> list[str]:
+    """The keys among ``keys`` (``--law-param``) that the law ``entry`` (a name, ``module:Factory`` or a law
+    object) does not take: not a parameter of its factory (one taking ``**kwargs`` takes every key)."""
+    factory = type(entry) if isinstance(entry, StepLaw) else resolve_law(entry)
+    try:
+        sig = inspect.signature(factory)
+    except (TypeError, ValueError):
+        return []
+    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        return []
+    return [k for k in keys if k not in sig.parameters or sig.parameters[k].kind is inspect.Parameter.POSITIONAL_ONLY]
 
 
 def family_from_params(params: dict, name=None) -> StepFamily:
@@ -137,7 +164,7 @@ def law_setting(law, params: dict) -> str:
 def _family_refusal(name: str, d: int, args: tuple) -> str | None:
     """Why ``make_family(name, d, **args)`` refuses (its message), or ``None`` when it builds."""
     try:
-        make_family(name, d, **dict(args))
+        trusted(make_family(name, d, **dict(args)), d, f"family {name!r}", builtin=is_builtin(name))
     except ValueError as e:
         return str(e).splitlines()[0] if str(e) else type(e).__name__
     return None
@@ -159,7 +186,15 @@ def validate_families(params: dict) -> None:
     names = [params["family"]] if isinstance(params["family"], (str, StepLaw)) else list(params["family"])
     names = list(FAMILY_NAMES) if names == ["all"] else names
     ds = params["d"] if isinstance(params["d"], (list, tuple)) else [params["d"]]
-    args = tuple((k, params[k]) for k in _FAMILY_ARGS if k in params)
+    extra = params.get("law_param") or {}
+    if extra:  # a key no named law takes is refused (with several laws, each takes the keys it knows)
+        with contained("--law-param"):
+            unknown = set.intersection(*(set(unknown_law_params(name, extra)) for name in names))
+        if unknown:
+            label = ",".join(n if isinstance(n, str) else type(n).__name__ for n in names)
+            raise InvalidInput(f"--law-param: unknown key {sorted(unknown)[0]!r}: no law of --family {label[:80]} "
+                               "takes it")
+    args = tuple({**{k: params[k] for k in _FAMILY_ARGS if k in params}, **extra}.items())
     try:
         hash(args)
         refusal = _family_refusal
@@ -169,15 +204,20 @@ def validate_families(params: dict) -> None:
         for d in ds:
             if isinstance(name, StepLaw):  # a law from Python: rebuilt at d only if d differs (law_at)
                 try:
-                    law_at(name, d, params)
+                    with contained(f"family {type(name).__name__}"):
+                        trusted(law_at(name, d, params), d, f"family {type(name).__name__}", builtin=is_builtin(name))
                     why = None
                 except (ValueError, TypeError) as e:
                     why = str(e).splitlines()[0] if str(e) else type(e).__name__
             else:
                 why = refusal(name, d, args)
             if why is not None:
+                why = why.removeprefix("--family: ")  # a guarded draw names the option itself (stylized.laws.trust)
                 word = why.split()[0] if why.split() else ""
-                flag = f"--{word}" if word in ("d", *_FAMILY_ARGS) else "--family"
+                raised = why.partition(" raised ")[2]  # a user's factory refusing a parameter it was given
+                hit = next((k for k in (*extra, *_FAMILY_ARGS) if re.search(rf"\b{re.escape(k)}\b", raised)), word)
+                flag = ("--law-param" if hit in extra else f"--{hit}" if hit in ("d", *_FAMILY_ARGS)
+                        else "--family")
                 raise InvalidInput(f"{flag}: {why}" + ("" if flag == "--family" else f" (with --family {name})"))
 
 
@@ -187,6 +227,15 @@ def _families_of_experiments(check: Check, params: dict) -> None:
     also gives the option's allowed range."""
     if check.module.split(".")[0] != __name__.split(".")[0]:
         return
+    if "family" in params:  # a built-in law's own range (--omega ≤ π for so2-uniform), only where that law runs
+        names = [params["family"]] if isinstance(params["family"], (str, StepLaw)) else list(params["family"])
+        names = list(FAMILY_NAMES) if names == ["all"] else names
+        for o in check.options:
+            if isinstance(o.spec, LawRange) and o.spec.law in names and params.get(o.name) is not None:
+                try:
+                    o.spec.strict(params[o.name])
+                except ValueError as e:
+                    raise InvalidInput(f"{o.flag}: {e} (with --family {o.spec.law})") from None
     try:
         validate_families(params)
     except InvalidInput as e:

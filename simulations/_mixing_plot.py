@@ -34,7 +34,8 @@ def _correlation_panel(ax, rows: list[dict], eps: float) -> dict:
     ax.set_ylim(1e-4, 1.6)
     if floor is not None:
         sp.noise_floor(ax, floor, label="noise floor: 95% CI contains 0 (▽ = upper end)")
-    ax.plot([], [], "k--", lw=1.0, label=r"theory $q^\top \mathbb{E}[M]^n q$")
+    kind = sp.reference_label([r.get("theory_kind", "closed form") for r in rows], "").strip()
+    ax.plot([], [], "k--", lw=1.0, label=r"theory $q^\top \mathbb{E}[M]^n q$" + ("" if kind == "exact" else f" ({kind})"))
     ax.set_xlabel(r"route length $n = i - j$ (steps)")
     ax.set_ylabel(r"$|\mathbb{E}[q^\top P_n q]|$")
     ax.set_title("C1: correlation with the query decays with the route length")
@@ -47,7 +48,8 @@ def _window_panel(ax, wins: list[dict], colors: dict) -> None:
     Ls = sorted(set(w["L"] for w in wins))
     for j, L in enumerate(Ls):
         ax.plot([], [], "os^v"[j % 4], color="0.3", mfc="0.3" if j == 0 else "none", label=f"measured, L = {L:,}")
-    ax.plot([], [], "_", color="k", ms=10, mew=1.5, label=r"theory: exact crossing $n^*$")
+    kind = sp.reference_label([w.get("theory_kind", "closed form") for w in wins], r"crossing $n^*$")
+    ax.plot([], [], "_", color="k", ms=10, mew=1.5, label=f"theory: {kind}")
     for i, fam in enumerate(fams):
         c = colors.get(fam, f"C{i}")
         if all(x["window"] is None for x in wins if x["family"] == fam):

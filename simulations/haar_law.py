@@ -16,12 +16,18 @@ capabilities; :mod:`stylized.theory.score_laws`):
 * SO(2) planes whose angles equidistribute: uniform phases, ``s = Σ_b a_b cos U_b`` (``a_b = |q_b||k_b|``),
   whose CDF is the exact Fourier series of a compactly supported law with characteristic function
   ``Π_b J₀(a_b t)`` (:class:`~stylized.theory.score_laws.UniformPhaseSum`, truncation error ≤ 1e-10);
-* any other law (a user's law without declared isotropy): an *estimated* reference — 20,000 chains of its
-  own steps at route length ``⌈4·W(0.01)⌉`` on a stream of their own
-  (:class:`~stylized.theory.score_reference.EstimatedScoreLaw`), labelled so in ``theory_kind``.
+* every other orthogonal law (a user's law, declared isotropic or not): the claim's law, the Haar coordinate
+  (:func:`stylized.theory.score_laws.far_score_law`), never the law's own Monte Carlo limit.  A law whose walk
+  does not reach it (coordinate reflections, lattice angles: :mod:`stylized.laws.counterexamples`) does not hold,
+  at every route length, with the reason: its premise, measured per law (:func:`stylized.theory.premises.measure_premises`:
+  ``γ₁``, the harmonic gaps of degrees 2 and 4, the SO(2) phase gaps), is printed in the verdict, and a failed
+  premise (a gap that is 0) refuses the claim by itself.  For a law whose own limit is an estimated reference
+  (:func:`~stylized.theory.score_laws.self_consistency_law`), a two-sample KS test against it is reported as
+  ``self_consistency_ks_pvalue``: a stationarity test, never the verdict.
 
-Per family: a KS test of the scores against the law (one-sample against an exact CDF, two-sample against an
-estimated reference), and rows ``P(s ≥ t)`` (Wilson intervals; the trials are independent) against the
+Per family: a KS test of the scores against the law (one-sample, exact CDF), a z-test of the second moment
+``E[s²]`` against the law's (``|q|²|k|²/d`` for the Haar coordinate, ``Σ_b a_b²/2`` for uniform phases: the test of the
+law's scale, which a 1% error or ``Beta(d/2, d/2)`` for ``Beta((d−1)/2, (d−1)/2)`` moves by 1.5–2%), and rows ``P(s ≥ t)`` (Wilson intervals; the trials are independent) against the
 law's tail (``theory``; an estimated one with its own 95% interval ``theory_ci``, the comparison widened by
 it) with the concentration bound (``bound``: Lévy ``exp(−d t²/2)`` or Hoeffding ``exp(−t²/(2Σa_b²))``; none
 for an estimated law).  Rows with fewer than 10 expected exceedances (or non-exceedances) are reported with
@@ -31,7 +37,7 @@ for an estimated law).  Rows with fewer than 10 expected exceedances (or non-exc
 
 ``--backend numba`` runs the counter-stream kernels; ``numpy`` and ``cupy`` the namespace twins.
 
-Verdict at a joint 95% level (Bonferroni over every test of every family): each KS (and binomial) p-value
+Verdict at a joint 95% level (Bonferroni over every test of every family): each KS, second-moment (and binomial) p-value
 is ≥ 0.05/m, each in-verdict tail's interval holds its theory (meets the theory's own interval, when
 estimated), no tail's interval lies above its bound.
 Below the window (small ``--n``) it must fail.
@@ -55,10 +61,10 @@ from stylized.harness import plotting as sp
 from stylized.harness.registry import Check, Mutant, Option, Theory, headline, patched, register
 from stylized.laws.families import StepLaw
 from stylized.theory import score_laws as laws
-from stylized.theory.score_laws import HaarCoordinate, estimated_far_score_law, far_score_law
+from stylized.theory.premises import measure_premises
+from stylized.theory.score_laws import HaarCoordinate, far_score_law, self_consistency_law
 
 from ._common import (
-    check_reference,
     default_route_length,
     family_from_params,
     family_options,
@@ -96,12 +102,10 @@ def _entries(params: dict) -> list:
 
 
 def _validate(params: dict) -> None:
-    """``Check.validate``: every law's route length (``--n``, or its default ``⌈3·W(0.01)⌉``, at most 10^5) and, for a
-    law without a closed-form post-mixing law, its estimated reference, refused before any work (``--dry-run`` too)."""
+    """``Check.validate``: every law's route length (``--n``, or its default ``⌈3·W(0.01)⌉``, at most 10^5), refused
+    before any work (``--dry-run`` too)."""
     for entry in _entries(params):
-        fam = _law_of(params, entry)
-        _route_length(params, fam)
-        check_reference(fam)
+        _route_length(params, _law_of(params, entry))
 
 
 def _law_of(params: dict, entry) -> StepLaw:
@@ -120,6 +124,10 @@ def _family_part(fam, law, n, params, seed, backend, ts):
     u = 0.0 if unmixed is None else unmixed
     atom = np.abs(s - qk) <= 1e-9 if u > 0 else np.zeros(s.size, bool)
     ks = law.ks_test(s[~atom]) if (~atom).sum() else None
+    m2, m2_theory, p_m2 = _second_moment(s, law, u, qk)
+    own = self_consistency_law(fam, q, k)  # stationarity only: never the verdict
+    p_self = float(stats.ks_2samp(s, own.sample).pvalue) if own is not None else None
+    prem = measure_premises(fam)
     p_atom = float(stats.binomtest(int(atom.sum()), s.size, u).pvalue) if u > 0 else None
     above = qk >= np.asarray(ts)
     theory = (1 - u) * np.asarray(law.sf(ts)) + u * above
@@ -140,7 +148,10 @@ def _family_part(fam, law, n, params, seed, backend, ts):
             "law": law.name, "law_kind": law.theory_kind,
             "ks_stat": None if ks is None else float(ks.statistic), "ks_pvalue": None if ks is None else float(ks.pvalue),
             "unmixed_probability": unmixed,
-            "unmixed_share": float(atom.mean()) if u > 0 else None, "unmixed_binom_pvalue": p_atom}
+            "unmixed_share": float(atom.mean()) if u > 0 else None, "unmixed_binom_pvalue": p_atom,
+            "m2": m2, "m2_theory": m2_theory, "m2_pvalue": p_m2, "self_consistency_ks_pvalue": p_self,
+            "self_consistency_n": None if own is None else own.n, "premise_holds": prem.holds,
+            "premise": prem.note("C2"), "premises": prem.as_dict()}
     return s, u, qk, rows, part
 
 
@@ -165,7 +176,7 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
         parts.append(part)
         samples[fam.name] = (s, law, u, qk)
     m = sum(p["ks_pvalue"] is not None for p in parts) + sum(p["unmixed_binom_pvalue"] is not None for p in parts) \
-        + sum(r["in_verdict"] for r in rows)
+        + sum(r["in_verdict"] for r in rows) + len(parts)
     alpha = 0.05 / max(1, m)
     for r in rows:
         j = proportion_ci(r.pop("_hits"), r["n_samples"], level=1 - alpha)
@@ -175,18 +186,24 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
     for p in parts:
         p["ks_ok"] = p["ks_pvalue"] is None or p["ks_pvalue"] >= alpha
         p["binom_ok"] = p["unmixed_binom_pvalue"] is None or p["unmixed_binom_pvalue"] >= alpha
-        p["holds"] = p["ks_ok"] and p["binom_ok"] and all(
+        p["m2_ok"] = p["m2_pvalue"] >= alpha
+        p["tests_hold"] = p["ks_ok"] and p["binom_ok"] and p["m2_ok"] and all(
             r["within_joint_ci"] and r["bound_holds"] is not False
             for r in rows if r["family"] == p["family"] and r["in_verdict"])
+        p["holds"] = p["tests_hold"] and p["premise_holds"] is not False  # a failed premise refuses C2 by itself
     holds = all(p["holds"] for p in parts)
     plots = {name: _plot_data(*samples[name], ts) for name in samples}
     h = next((r for r in rows if r["in_verdict"]), rows[0])
     txt = "; ".join(f"{p['family']} n={p['n']} (W(0.01)={p['W']:g}): KS vs {_law_word(p)} {p['law']} law "
                     f"p={p['ks_pvalue']:.3g}"
+                    + f", E[s²] {p['m2']:.4g} vs {p['m2_theory']:.4g} (p={p['m2_pvalue']:.3g})"
                     + (f", unmixed share {p['unmixed_share']:.4g} vs (1−p)^n={p['unmixed_probability']:.4g}"
-                       if p["unmixed_share"] is not None else "") + ("" if p["holds"] else " — FAILS")
+                       if p["unmixed_share"] is not None else "")
+                    + (f", self-consistency (own reference at n={p['self_consistency_n']}, not the verdict) "
+                       f"p={p['self_consistency_ks_pvalue']:.3g}" if p["self_consistency_ks_pvalue"] is not None else "")
+                    + (f" — {p['premise']}" if p["premise"] else "") + ("" if p["holds"] else " — FAILS")
                     for p in parts)
-    short = [p["family"] for p in parts if not p["holds"] and p["n"] < 3 * p["W"]]
+    short = [p["family"] for p in parts if not p["holds"] and p["n"] < 3 * p["W"] and p["premise_holds"] is not False]
     h_word = "exact" if h["theory_kind"] == "closed form" else "estimated"
     h_bound = "" if h["bound"] is None else f" (bound {h['bound']:.3g})"
     verdict = (f"d={params['d']}, {params['trials']:,} transported scores per family; joint 95% over {m} tests "
@@ -197,6 +214,16 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
     return {"holds": holds, "rows": rows, "families": parts, "alpha": alpha, "plots": plots,
             "headline": {**headline(f"P(s ≥ {h['t']:g}), s = qᵀP_n k, {h['family']} d={h['d']} n={h['n']}", h, verdict),
                          "theory_kind": h["theory_kind"]}}
+
+
+def _second_moment(s: np.ndarray, law, u: float, qk: float) -> tuple[float, float, float]:
+    """``E[s²]`` measured, the law's (``(1 − u)·E_law[s²] + u·(qᵀk)²``; both laws have mean 0, so ``E_law[s²]`` is
+    their ``variance``), and the two-sided p-value of the z-test (CLT, sample SD of ``s²``)."""
+    s2 = s * s
+    theory = (1 - u) * float(law.variance) + u * qk * qk
+    se = float(s2.std(ddof=1)) / math.sqrt(s.size)
+    z = (float(s2.mean()) - theory) / se if se > 0 else (0.0 if s2.mean() == theory else math.inf)
+    return float(s2.mean()), theory, float(2 * stats.norm.sf(abs(z)))
 
 
 def _law_word(part: dict) -> str:
@@ -293,9 +320,18 @@ MUTANTS = (
            _patch("far_score_law", _wrong_law(amp=1.04))),
     Mutant("so2-as-haar", "theory: the Haar-coordinate law for SO(2) blocks (same variance, wrong shape)",
            _patch("far_score_law", _wrong_law(so2_as_haar=True))),
-    Mutant("cayley-reference-below-window", "cayley on the estimated path: its Monte Carlo post-mixing reference "
-           "drawn at route length n = 2, below the window", _patch("far_score_law", lambda f, q, k: estimated_far_score_law(
-               f, q, k, n=2)), params=CAYLEY),
+    Mutant("beta-d-over-2", "theory: Beta(d/2, d/2) for Beta((d−1)/2, (d−1)/2) (the Haar coordinate of dimension d + 1)",
+           _patch("far_score_law", _wrong_law(1))),
+    Mutant("scale-1pct", "theory: the post-mixing law 1% too wide in scale (F(x/1.01))",
+           lambda: scaled_law(__name__, s_factor=1.01)),
+    Mutant("coord-reflection-even-n", "model: coordinate reflections M = I − 2e_k e_kᵀ (γ = 2/d, degree-2 harmonic "
+           "gap 0), even route length", params={"family": ["coord-reflection"], "n": 400}),
+    Mutant("coord-reflection-odd-n", "model: coordinate reflections, odd route length",
+           params={"family": ["coord-reflection"], "n": 401}),
+    Mutant("lattice-angle-even-n", "model: SO(2) angles ±π/2 (E e^{2iθ} = −1), even route length",
+           params={"family": ["lattice-angle"], "n": 6}),
+    Mutant("lattice-angle-odd-n", "model: SO(2) angles ±π/2, odd route length",
+           params={"family": ["lattice-angle"], "n": 7}),
     Mutant("cayley-beta-d-plus-2", "cayley (estimated γ and window): theory the Haar-coordinate law of dimension d + 2",
            _patch("far_score_law", _wrong_law(2)), params=CAYLEY),
 )
@@ -305,13 +341,14 @@ CHECK = register(limits(Check(
     claim="C2",
     statement="Past the mixing window, s = qᵀP_n k for k = q, transported along real routes, follows the exact "
               "Haar-coordinate law (isotropic O(d) laws: householder, haar, cayley) or the exact uniform-phase law "
-              "Σ_b a_b cos U_b (SO(2) blocks): KS and tail tests against the closed-form CDFs (any other law: against "
-              "an estimated Monte Carlo reference past its window).",
+              "Σ_b a_b cos U_b (SO(2) blocks): KS, second-moment and tail tests against the closed-form CDFs, for every "
+              "orthogonal law (a user's too: the claim's law, never the law's own limit); the premise (harmonic gaps of "
+              "degrees 2 and 4, SO(2) phase gaps) measured per law, and a failed premise refuses the claim.",
     options=(law_option(["householder", "so2-uniform", "haar"], multi=True, allow_all=False),
              Option("d", 64, "dimension d (even for SO(2) families)", Int(2, 4096, size=True)))
     + family_options()[2:] + (
         Option("n", None, "route length n (default ⌈3·W(0.01)⌉ of each family)", Int(1, 10**6, optional=True, size=True, nominal=500)),
-        Option("trials", 20000, "transported scores per family", Int(20, 10**7, size=True)),
+        Option("trials", 200000, "transported scores per family (200,000: a 1% scale error or Beta(d/2, d/2) flips E[s²]'s test)", Int(20, 10**7, size=True)),
         Option("t", [0.1, 0.2, 0.3, 0.4], "tail thresholds t (comma list)", FloatList(0, 1, hi_open=True)),
     ),
     run=run,

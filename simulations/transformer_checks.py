@@ -67,7 +67,7 @@ def _c6_table_rows(directory: Path) -> list[str]:
         out.append(row("C6", f"transformer-compare ({preset})", C6_STATEMENT,
                        f"`stylized transformer compare --preset {preset}`",
                        f"Welch t-test on per-seed means at {v['multiple']}×, seeds "
-                       f"{_seeds_text(r['params'].get('seeds'))}: {measured}",
+                       f"{_seeds_text(r['params'].get('seeds'))}: {measured}. " + sections.pattern_text(directory, r),
                        "paper's ratios (reported numbers)", _verdict_word(r.get("holds"))))
     return out
 
@@ -128,25 +128,28 @@ def _needed_cell(e: dict | None) -> str:
     return str(need["n"]) if need.get("n") is not None else (f"> {need['n_max']}" if "n_max" in need else "—")
 
 
-def _verdict_table(r: dict, level: dict | None = None) -> list[str]:
+def _verdict_table(r: dict, level: dict | None = None, magnitude: dict | None = None,
+                   directory: Path | None = None) -> list[str]:
     lv = _level_rows(level)
     lines = ["| paper row | metric | seeds A / B | ratio A | ratio B | Δ log-ratio [95% CI] | p | verdict | "
-             "level: decided / contradicts | seeds per arm for power 0.8 |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "level: decided / contradicts | seeds per arm for power 0.8 | paper's Δ (same length) | "
+             "magnitude verdict (level) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for metric, v in r["verdicts"].items():
         for x in v["rows"]:
             e = lv.get((metric, x["row"]))
             if x["verdict"] == "not run":
-                lines.append(row(x["row"], metric, "—", "—", "—", "—", "—", "not run", "—", "—"))
+                lines.append(row(x["row"], metric, "—", "—", "—", "—", "—", "not run", "—", "—", "—", "—"))
             elif x.get("b") is None:
                 lines.append(row(x["row"], metric, x.get("seeds_a"), fmt(x["ratio_a"], 3), "—",
                                  f"ratio CI [{fmt(x['ci_low'], 3)}, {fmt(x['ci_high'], 3)}]", "—", x["verdict"],
-                                 _level_cell(e), _needed_cell(e)))
+                                 _level_cell(e), _needed_cell(e), "—", "—"))
             else:
                 lines.append(row(x["row"], metric, f"{x.get('seeds_a')} / {x.get('seeds_b')}", fmt(x["ratio_a"], 3),
                                  fmt(x["ratio_b"], 3),
                                  f"{fmt(x['delta_log'], 3)} [{fmt(x['ci_low'], 3)}, {fmt(x['ci_high'], 3)}]",
-                                 fmt(x.get("p"), 2), x["verdict"], _level_cell(e), _needed_cell(e)))
+                                 fmt(x.get("p"), 2), x["verdict"], _level_cell(e), _needed_cell(e),
+                                 *sections.magnitude_cells(directory or Path("."), r, x, metric, magnitude)))
     return lines
 
 
@@ -195,8 +198,15 @@ def _c6_section(directory: Path) -> list[str]:
                   f"{_seeds_text(p.get('seeds'))}. Corpus: {p.get('corpus')}.", "",
                   f"Verdict per paper row at {r['verdicts']['all']['multiple']}× ({r['params'].get('interval')}); the "
                   f"C6 row holds when no row contradicts: {_verdict_word(r.get('holds'))}.", ""]
-        lines += _verdict_table(r, level)
+        magnitude = sections.magnitude_level(directory)
+        lines += _verdict_table(r, level, magnitude, directory)
         lines += _verdict_level_lines(level)
+        lines += ["", "Magnitude: the paper's Δ = log ratio(A) − log ratio(B) of its reported ratios at the same absolute "
+                  "length; a row *contradicts the paper's magnitude* when its 95% Welch interval excludes it. Its level "
+                  "is the rate of that verdict when the true Δ is the paper's (two arms of one variant's law, arm A "
+                  "shifted by the paper's Δ, at the row's own seeds per arm; `python -m simulations.transformer.magnitude`"
+                  + (f", {magnitude['reps_per_law']} replicates per law, {magnitude.get('seconds', 0):.0f} s" if magnitude
+                     else ", not yet run") + "; nominal 0.05)."]
         lines += [""] + sections.regime_lines(r)
         lines += ["", "PPL(L)/PPL(L_train), the author's metric (every position of the window): seed geometric mean "
                   "[seed range] (paper's ratio, trained at 512 on OpenWebText, in parentheses).", ""]
@@ -216,6 +226,7 @@ def _c6_section(directory: Path) -> list[str]:
 
     lines += long_eval_section(directory)
     lines += sections.gpu_section(directory)
+    lines += sections.value_probe_lines(directory)
     lines += sections.recall_section(directory)
     bpe = directory / "transformer" / "runs" / "cpu-bpe" / "cpu_compare.json"
     if bpe.exists():

@@ -10,11 +10,11 @@ import json
 import math
 from pathlib import Path
 
-from simulations.transformer.long_eval import paper_regime
 from stylized.harness.report import fmt, row
 
 __all__ = ["regime_lines", "lr_robustness_section", "author_ab_section", "cpu_long_section", "recall_section",
-           "gpu_section"]
+           "gpu_section", "pattern_text", "magnitude_level", "magnitude_cells",
+           "value_probe_lines"]
 
 #: the paper's Q/K and Q/K/V rows (absolute tokens): tied up to 16K, split at 32K–65K
 TIED_UP_TO = 16_384
@@ -47,6 +47,53 @@ def regime_lines(result: dict) -> list[str]:
             "paper's own Q/K and Q/K/V rows are tied up to 16K tokens (1.17/1.18 at 8K, 1.65/1.59 at 16K) and split "
             "only at 32K–65K, and mixing windows are absolute (C1): this comparison cannot reach the length at which "
             "the paper's Q/K/V advantage appears.", ""]
+
+
+def pattern_text(directory: Path, r: dict) -> str:
+    """Per paper row, where it splits and ties against the paper's Δ at the same absolute lengths (author's metric),
+    for this comparison and, when committed, the gpu runs (:mod:`simulations.transformer.magnitude`)."""
+    from simulations.transformer.magnitude import gpu_cells, length_cells, row_pattern
+
+    preset = r.get("params", {}).get("preset")
+    text = (f"Against the paper's Δ at the same absolute length ({preset}; 95% Welch interval excluding the paper's Δ: "
+            "*contradicts the paper's magnitude*): " + "; ".join(row_pattern(k, c) for k, c in length_cells(r).items()))
+    gpu = gpu_cells(directory)
+    if preset == "cpu" and gpu:
+        text += ". The gpu preset (H200, L_train 256): " + "; ".join(row_pattern(k, c) for k, c in gpu.items())
+    return text + "."
+
+
+def magnitude_level(directory: Path) -> dict | None:
+    path = directory / "transformer" / "c6_magnitude.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def magnitude_cells(directory: Path, r: dict, x: dict, metric: str, magnitude: dict | None) -> tuple[str, str]:
+    """(the paper's Δ at the row's absolute length, the magnitude verdict with its measured level) of a table row."""
+    from simulations.transformer.magnitude import decide_magnitude, level_of, paper_delta
+
+    L_train = int(r.get("params", {}).get("model", {}).get("block_size", 0) or 0)
+    if metric != "all" or x.get("b") is None or not L_train:
+        return "—", "—"
+    tokens = L_train * int(r["verdicts"][metric]["multiple"])
+    paper = paper_delta(x["a"], x["b"], tokens)
+    verdict = decide_magnitude(x.get("ci_low"), x.get("ci_high"), paper)
+    lv = level_of(magnitude, r.get("params", {}).get("preset", ""),
+                  {"seeds_a": x.get("seeds_a"), "seeds_b": x.get("seeds_b"), "paper_delta": paper})
+    level = f" (level {fmt(lv['rate'], 3)})" if lv else (" (level not measured)" if paper is not None else "")
+    return ("—" if paper is None else f"{paper:+.3f} ({tokens:,} tok.)"), verdict + level
+
+
+def value_probe_lines(directory: Path) -> list[str]:
+    """C5 inside the trained models (``value_probe_cpu.json``), with each Q/K vs Q/K/V row's measured effect."""
+    res = load_result(directory, "value_probe_cpu.json")
+    if res is None:
+        return []
+    from simulations.transformer.magnitude import length_cells
+    from simulations.transformer.value_probe_report import value_probe_section
+
+    compare = load_result(directory, "cpu_compare.json")
+    return value_probe_section(res, length_cells(compare) if compare else {})
 
 
 def lr_robustness_section(directory: Path) -> list[str]:
@@ -133,6 +180,8 @@ def cpu_long_section(directory: Path, ratio_table) -> list[str]:
 def _cpu_long_multipliers(directory: Path, r: dict) -> list[str]:
     """The cpu-long verdicts at each table multiplier committed: the preset's (``runs/cpu-long/``) and the ×3 run
     trained before the lr rule was run at this budget (``runs/cpu-long-x3/``)."""
+    from simulations.transformer.long_eval import paper_regime  # here: the package imports torch
+
     runs = [r]
     old = directory / "transformer" / "runs" / "cpu-long-x3" / "cpu-long_compare.json"
     if old.exists():
@@ -202,6 +251,8 @@ def recall_section(directory: Path) -> list[str]:
 def gpu_section(directory: Path) -> list[str]:
     """The gpu preset's one-seed run on an H200 against the paper at equal absolute lengths."""
     from simulations.transformer.gpu_report import gpu_rows, paper_at_tokens
+    from simulations.transformer.long_eval import paper_regime
+    from simulations.transformer.magnitude import decide_magnitude, level_of, paper_delta
 
     r = gpu_rows(directory)
     if r is None:
@@ -243,17 +294,27 @@ def gpu_section(directory: Path) -> list[str]:
                   "false-decision rate at the row's seeds per arm, under a null built from these runs' own per-window "
                   "losses at 65,536 tokens (`python -m simulations.transformer.gpu_report`, `gpu/verdict_level.json`; "
                   "nominal 0.05). The paper's row is a claim at its longest length (65K); at ≤ 16K its own Q/K and "
-                  "Q/K/V rows are tied.", "",
-                  "| row | length | paper's regime | seeds A / B | Δ [95% Welch CI] | p | verdict | level (decided) |",
-                  "|---|---|---|---|---|---|---|---|"]
+                  "Q/K/V rows are tied. Paper's Δ: log ratio(A) − log ratio(B) of the paper's ratios at the same absolute "
+                  "length; *contradicts the paper's magnitude* when the Welch interval excludes it (level: the rate of "
+                  "that verdict when the true Δ is the paper's, `python -m simulations.transformer.magnitude`; nominal "
+                  "0.05).", "",
+                  "| row | length | paper's regime | seeds A / B | Δ [95% Welch CI] | p | verdict | level (decided) | "
+                  "paper's Δ | magnitude verdict (level) |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        magnitude = magnitude_level(directory)
         for x in welch_rows:
+            a, b = x["row"].split(" > ")
             for c in x["welch"]:
                 lv = c.get("level")
                 level = (f"{fmt(lv['decided_rate'], 3)} [{fmt(lv['decided_ci'][0], 3)}, {fmt(lv['decided_ci'][1], 3)}]"
                          if lv else "not measured")
+                paper = paper_delta(a, b, c["tokens"])
+                mlv = level_of(magnitude, "gpu", {**c, "paper_delta": paper})
+                mag = decide_magnitude(c["ci_low"], c["ci_high"], paper) + (
+                    f" ({fmt(mlv['rate'], 3)})" if mlv else " (not measured)" if paper is not None else "")
                 lines.append(row(x["row"], f"{c['tokens']:,} tok.", paper_regime(c["tokens"]), f"{c['seeds_a']} / {c['seeds_b']}",
                                  f"{c['delta']:+.3f} [{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]", fmt(c["p"], 3),
-                                 c["verdict"], level))
+                                 c["verdict"], level, "—" if paper is None else f"{paper:+.3f}", mag))
     lines += ["", "Each paper row's verdict (at the longest length with ≥ 2 seeds per arm; *undecided (1 seed)* "
               "otherwise) and, for seed 0, Δ = log ratio(A) − log ratio(B) (author's metric; > 0 is the paper's side) "
               "with a 95% bootstrap interval over the shared evaluation windows: evaluation noise only, not the "

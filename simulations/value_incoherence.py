@@ -8,7 +8,8 @@ value ``r(M) = E||F||²/(ρ_D²||b||²)`` is :func:`stylized.theory.value_theory
 * ``value-incoherence``: ``r`` per (variant, M) against the exact value (equal weights), or the
   paired excess over the independent-weights plug-in ``ᾱᵀCᾱ`` (softmax, uniform keys);
 * ``value-scaling``: the exponent of ``r_QKV ∝ M^β`` against the exponent of the exact formula
-  fitted the same way (→ −1), and QK-only's (0), and the level: ``estimate/theory − 1`` pooled over the
+  fitted the same way, with fixed equal weights on the ``log M`` grid (→ −1; never weighted by the measurement's
+  intervals), and QK-only's (0), and the level: ``estimate/theory − 1`` pooled over the
   ``M`` grid (inverse-variance weights) is 0 (a fitted exponent alone does not see a theory ×0.97).
 
 Both pool the level over ``M`` (:func:`simulations.value_common.pooled_level`) besides the row-by-row
@@ -149,24 +150,24 @@ def plot_incoherence(result: dict, outdir: Path) -> list[Path]:
 # ---------------------------------------------------------------------------------------
 def fit_exponent(M: np.ndarray, est: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                  theory: np.ndarray | None = None) -> tuple[float, float, float, float | None]:
-    """Weighted least squares of ``log r`` on ``log M``, ``σ(log r) ≈ (hi − lo)/(2·1.96·r)``.
+    """Least squares of ``log r`` on ``log M`` with fixed (equal) weights; ``σ(log r) ≈ (hi − lo)/(2·1.96·r)``
+    enters only the slope's interval.
 
-    Returns the slope, its 95% interval, and the slope of ``log theory`` fitted with the same
-    weights (the finite-``M`` curve is not a pure power law, so the comparison must use the
-    same weighting).  Rows with zero spread (QK without noise) give an exact slope, zero width.
+    Returns the slope, its 95% interval (``Var β̂ = Σ c_i² σ_i²`` for the fixed coefficients ``c_i``), and the slope of
+    ``log theory`` fitted with the same fixed weights: a function of the exact curve and the ``M`` grid alone, never
+    of the measurement (the finite-``M`` curve is not a pure power law, so both are fitted the same way).  Rows with
+    zero spread (QK without noise) give an exact slope, zero width.
     """
     x, y = np.log(M), np.log(est)
     sd = np.maximum((hi - lo) / (2 * 1.96 * est), 0.0)
-    w = np.ones_like(x) if np.all(sd == 0) else 1.0 / np.maximum(sd, 1e-12) ** 2
-    xm = np.sum(w * x) / np.sum(w)
-    sxx = np.sum(w * (x - xm) ** 2)
-    slope = float(np.sum(w * (x - xm) * y) / sxx)
-    th = None if theory is None else float(np.sum(w * (x - xm) * np.log(theory)) / sxx)
+    c = (x - x.mean()) / np.sum((x - x.mean()) ** 2)  # slope = Σ c_i y_i
+    slope = float(c @ y)
+    th = None if theory is None else float(c @ np.log(theory))
     if np.all(sd == 0):
-        resid = y - (np.sum(w * y) / np.sum(w) + slope * (x - xm))
+        resid = y - (y.mean() + slope * (x - x.mean()))
         half = 0.0 if np.allclose(resid, 0) else float("inf")
     else:
-        half = 1.96 * float(np.sqrt(1.0 / sxx))
+        half = 1.96 * float(np.sqrt(np.sum(c**2 * sd**2)))
     return slope, slope - half, slope + half, th
 
 
@@ -256,7 +257,7 @@ def run_scaling(params: dict, *, seed: int, backend: str, progress: bool = True)
             "n_samples": rows[0]["n_samples"] * len(Ms), "theory": q["theory_exponent"],
             "theory_kind": q["theory_kind"],
             "verdict": (f"QKV interference falls like M^{q['exponent']:.3f} [{q['ci_low']:.3f}, {q['ci_high']:.3f}] "
-                        f"(the exact finite-M formula fitted the same way: {q['theory_exponent']:.3f}; → −1 as "
+                        f"(the exact finite-M formula fitted the same way, equal weights: {q['theory_exponent']:.3f}; → −1 as "
                         f"M → ∞): matches {q['matches']}, below 0 {q['negative']}; its level, estimate/theory − 1 "
                         f"pooled over M: {lq_txt} vs 0: {lq['matches']}; QK-only M^{k['exponent']:.3f} "
                         f"[{k['ci_low']:.3f}, {k['ci_high']:.3f}] vs {k['theory_exponent']:.3f}: {k['matches']}, "
@@ -350,7 +351,8 @@ register(limits(Check(
 register(limits(Check(
     name="value-scaling", claim="C5",
     statement="Equal weights: the fitted exponent β of E||F_QKV||²/(ρ_D²||b||²) ∝ M^β over the M grid equals the "
-              "exponent of the exact finite-M formula fitted the same way (→ −1 as M → ∞) and is below 0, and its "
+              "exponent of the exact finite-M formula fitted the same way (least squares on log M with fixed equal "
+              "weights, never the measurement's; → −1 as M → ∞) and is below 0, and its "
               "level, estimate/exact − 1 pooled over the M grid, is 0; QK-only's exponent equals its exact "
               "exponent (0 without noise) and its level the exact 1 + σ²d/(M||b||²), its noise term pooled on "
               "its own too.",

@@ -204,7 +204,10 @@ class TestCheck:
         assert {row["law"] for row in far} == {"contraction", "lazy-haar"}
         assert all(row["estimate"] >= row["bound"] for row in far)
         inc = [row for row in rows if row["quantity"].startswith(("mean of one increment", "variance of one increment"))]
-        mu, var = cn.increment_moments(cn.CHECK.reduced["d"], 1.0)
+        assert all(row["in_verdict"] is False and row["role"].startswith("reported") for row in far)
+        beta = cn.CHECK.defaults()["beta"]
+        assert beta != 1.0  # at β = 1 a missing (2 − β) factor is invisible
+        mu, var = cn.increment_moments(cn.CHECK.reduced["d"], beta)
         assert [row["theory"] for row in inc] == [mu, var] and all(row["agrees"] for row in inc)
         n_row = next(row for row in rows if row["quantity"] == "variance of log||P_n k||")
         # pooled along the routes, σ₁² is resolved far more sharply than by one n row (relative widths)
@@ -213,6 +216,7 @@ class TestCheck:
             assert not run_reduced(cn.CHECK, seed=0)["holds"]
         for m in cn.CHECK.mutants:
             assert not run_reduced(cn.CHECK, seed=0, mutant=m)["holds"], m.name
+        assert "(2 − β) missing" in {m.name for m in cn.CHECK.mutants}
 
     @pytest.mark.parametrize("d", [3, 5, 13, 33])
     def test_odd_dimensions(self, d):

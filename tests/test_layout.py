@@ -19,7 +19,8 @@ LAYERS = ("core", "laws", "theory", "engine", "harness", "cli")
 def test_the_top_level_holds_only_the_layers():
     files = sorted(p.name for p in PKG.iterdir() if p.suffix == ".py")
     dirs = sorted(p.name for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").is_file())
-    assert files == ["__init__.py", "__main__.py", "_aliases.py"]
+    # besides the layers: the public property-test tools (Hypothesis strategies and the pytest plugin), above every layer
+    assert files == ["__init__.py", "__main__.py", "_aliases.py", "pytest_plugin.py", "strategies.py"]
     assert dirs == sorted(LAYERS)
 
 

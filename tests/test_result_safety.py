@@ -74,7 +74,8 @@ def test_json_and_csv_are_written_as_a_pair(tmp_results, monkeypatch):
     from stylized.harness import results
     from stylized.harness.results import rows_csv, save_result
 
-    old = {"claim": "x", "holds": True, "rows": [{"estimate": 1.0}]}
+    meta = {"params": {"seed": 0, "backend": "numba"}, "seconds": 0.0, "meta": {"code_hash": "0" * 12}}
+    old = {"claim": "x", "holds": True, "rows": [{"estimate": 1.0}], **meta}
     path = save_result(old)
     before = (path.read_text(), path.with_suffix(".csv").read_text())
     with pytest.raises((TypeError, ValueError)):  # unserialisable: nothing replaced, no temporary left behind
@@ -92,7 +93,7 @@ def test_json_and_csv_are_written_as_a_pair(tmp_results, monkeypatch):
 
     monkeypatch.setattr(results.os, "replace", crash_on_json)
     with pytest.raises(KeyboardInterrupt):
-        save_result({"claim": "x", "holds": True, "rows": [{"estimate": 3.0}]})
+        save_result({"claim": "x", "holds": True, "rows": [{"estimate": 3.0}], **meta})
     monkeypatch.setattr(results.os, "replace", real_replace)
     assert path.read_text() == before[0] and path.with_suffix(".csv").read_text() != before[1]
     r = load_result("x")  # the JSON is the commit point: the CSV is rewritten from it

@@ -60,13 +60,36 @@ def biased_attention(
     The gate part is formed per chunk [a, b) as (c_i - c_a) + (c_a - c_j), each
     half rounded to q's dtype, so keys near the chunk keep full precision
     however large |c| grows at long lengths.
+
+    Without autograd (evaluation) an ALiBi-only bias is a 4-D mask [1, H, chunk, L] (a 3-D one sends SDPA
+    to its math kernel: several times the time, and its intermediates) with the same values, written once
+    per call as its H·(chunk + L − 1) diagonals: the bias depends on i − j only, so the mask of the last
+    chunk with its queries in reverse order is a strided view of them, and every chunk's mask is a window
+    of that view (each chunk's queries are reversed, and its outputs back).  Under autograd (training) the
+    code path is the one the committed ALiBi runs were trained with, so they retrain bit for bit.
     """
     B, H, L, _ = q.shape
+    four_d = not (torch.is_grad_enabled() and q.requires_grad)
     if log_gate_cum is not None:
         chunk = max(1, min(chunk, GATE_BLOCK_ELEMENTS // max(1, B * H * L)))
+    window = None
+    if slopes is not None and four_d and log_gate_cum is None:  # evaluation, ALiBi only: one Toeplitz mask
+        c = min(chunk, L)
+        dist = (L - 1 - torch.arange(c + L - 1, device=q.device)).to(q.dtype)  # i − j along the diagonals
+        dist.masked_fill_(dist < 0, float("inf"))  # future keys: −m_h · inf = −inf
+        diag = torch.empty((H, c + L - 1), dtype=q.dtype, device=q.device)
+        torch.mul(-slopes.view(-1, 1).to(q.dtype), dist, out=diag)
+        window = diag.as_strided((1, H, c, L), (0, c + L - 1, 1, 1))  # [r, j] = −m_h (i − j), i = L − 1 − r
     outs = []
     for a in range(0, L, chunk):
         b = min(a + chunk, L)
+        if window is not None:  # the chunk's queries in reverse order, so that its mask is a window of the view
+            bias = window[:, :, : b - a, L - b:]
+            bias = bias if q.device.type == "cpu" else bias.contiguous()  # other kernels may want aligned rows
+            y = F.scaled_dot_product_attention(q[:, :, a:b].flip(2), k[:, :, :b], v[:, :, :b], attn_mask=bias,
+                                               dropout_p=dropout_p)
+            outs.append(y.flip(2))
+            continue
         i = torch.arange(a, b, device=q.device).view(-1, 1)
         j = torch.arange(0, b, device=q.device).view(1, -1)
         bias = None

@@ -88,14 +88,15 @@ def run_one(arm: str, seed: int, root: str | None = None, threads: int = 1) -> s
 
 
 def _per_seed(arm: str, root: Path | None) -> dict | None:
-    from .evaluate import parse_losses
+    from .evaluate import EVAL_FIELDS, cache_problem, parse_losses
+    from .readers import read_cache
 
     out: dict[str, list[float]] = {}
     for s in SEEDS:
-        c = _cache(arm, s, root)
-        if not c.exists():
+        saved = read_cache(_cache(arm, s, root), "author-ab", check=lambda d: cache_problem(d, EVAL_FIELDS))
+        if saved is None:  # missing or unusable (named): evaluated again
             return None
-        w = parse_losses(json.loads(c.read_text(encoding="utf-8"))["losses"])
+        w = parse_losses(saved["losses"])
         out.setdefault("ppl_1x", []).append(math.exp(float(np.mean(w[1]["all"]))))
         for metric in ("all", "target"):
             for L in MULTIPLES:

@@ -28,6 +28,7 @@ from .bridge_combined import CONTROLS, combined_table
 from .bridge_plot import plot_bridge
 from .bridge_report import bridge_markdown, summary_text
 from .bridge_run import output_root, run_bridge
+from .canonical import remember_defaults
 from .cli_guard import guard as cli_guard
 from .probe import DEFAULT_MULTIPLES, probe_checkpoint
 from .train import PRESETS
@@ -82,12 +83,14 @@ def cmd_bridge(args: argparse.Namespace) -> int:
 
 
 def cmd_combined(args: argparse.Namespace) -> int:
+    from .canonical import split_roots
     from .compare import compare
 
     variants = list(dict.fromkeys(args.variants))
     seeds = sorted(set(args.seeds))
+    results_dir, out_root = split_roots("combined", args, ("variants", "seeds"), preset=args.preset)
     res = compare(args.preset, variants, seeds=seeds, extra_seeds=seeds, steps=args.steps,
-                  results_dir=args.results_dir, workers=args.workers, name="combined_seeds")
+                  results_dir=results_dir, workers=args.workers, name="combined_seeds", out_root=out_root)
     print(f"wrote {res['files']['json']}, {res['files']['csv']} in {res['seconds']:.0f}s")
     return 0
 
@@ -136,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="python -m simulations.transformer.bridge")
     sub = parser.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     add_parsers(sub)
+    remember_defaults(sub)  # a subset run writes under exploratory/ (:mod:`.canonical`), as under ``stylized``
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -113,17 +113,45 @@ def _ratios(path: Path, metric: str = "target") -> tuple[list[int], np.ndarray]:
     return ms, np.array([float(np.mean(w[m][metric] - w[1][metric])) for m in ms])
 
 
-def _previous(json_path: Path) -> dict:
-    """The previous run's ``bridge_<preset>.json`` (its predictions are reused), ``{}`` when missing or unusable."""
-    if not json_path.exists():
+def _entry_problem(c, axis: int, n_lengths: int) -> str | None:
+    """Why a saved prediction (``axis`` 1) or measurement (``axis`` 0) cannot be reused, or ``None``: ρ_D and its
+    band are arrays of one shape with ``n_lengths`` lengths on ``axis``, finite or ``null`` (no far source)."""
+    if not isinstance(c, dict):
+        return "not an object"
+    shapes = set()
+    for k in ("rho", "lo", "hi") + (("lam", "profile") if axis == 1 else ()):
+        try:
+            a = np.array([np.nan if x is None else x for x in np.ravel(np.array(c.get(k), dtype=object))],
+                         dtype=float).reshape(np.shape(c.get(k)))
+        except (TypeError, ValueError):
+            return f"'{k}' is not an array of numbers"
+        if a.size == 0 or np.isinf(a).any() or (k in ("lam", "profile") and np.isnan(a).any()):
+            return f"'{k}' is empty or holds non-finite numbers"
+        if k in ("rho", "lo", "hi"):
+            shapes.add(a.shape)
+    (shape,) = shapes if len(shapes) == 1 else ((),)
+    if len(shape) != 3 or shape[axis] != n_lengths:
+        return f"'rho' has shape {list(shape)}, not 3 axes with {n_lengths} lengths"
+    if axis == 1 and not (isinstance(c.get("input_len"), int) and c["input_len"] >= 1):
+        return "'input_len' is not a positive integer"
+    return None
+
+
+def _previous(json_path: Path, n_lengths: int) -> dict:
+    """The previous run's ``bridge_<preset>.json`` (its predictions are reused), ``{}`` when missing or unusable;
+    a damaged prediction or measurement in it is named in one line and left out (recomputed)."""
+    from .readers import read_cache
+
+    old = read_cache(json_path, "bridge")
+    if old is None:
         return {}
-    try:
-        old = json.loads(json_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        old = None
-    if not isinstance(old, dict):
-        print(f"[bridge] {json_path}: unusable previous result; recomputing everything", flush=True)
-        return {}
+    for field, axis in (("predictions", 1), ("measured", 0)):
+        entries = old.get(field) if isinstance(old.get(field), dict) else {}
+        for name in list(entries):
+            why = _entry_problem(entries[name], axis, n_lengths)
+            if why:
+                print(f"[bridge] {json_path}: {field} {name!r} unusable ({why}); recomputing it", flush=True)
+                del entries[name]
     return old
 
 
@@ -172,11 +200,12 @@ def run_bridge(preset: str = "cpu", *, results_dir=None, figure=None, reuse: boo
     ends_cmp = window_ends(len(val), max(lengths), cfg["n_compare"])
     ends_in = bpred.heldout_ends(len(val), Lt, ends_cmp, max(lengths), cfg["n_heldout"])
     json_path = root / f"bridge_{preset}.json"
-    old = _previous(json_path) if reuse else {}
+    previous = _previous(json_path, len(lengths))  # (its names are read even with --no-cache: what is lost)
+    old = previous if reuse else {}
     old_pred, old_meas = (x if isinstance(x, dict) else {} for x in (old.get("predictions"), old.get("measured")))
     key = {**cfg, "D": D, "lengths": lengths}
     preds, meas, samples = {}, {}, []
-    reused = []
+    reused, skipped = [], []
     for v, s, ck in entries:
         name = f"{v}/s{s}"
         if not ck.exists():  # evaluated, checkpoint gone: the previous prediction, if it is still today's
@@ -184,6 +213,7 @@ def run_bridge(preset: str = "cpu", *, results_dir=None, figure=None, reuse: boo
             if got is None:
                 print(f"[bridge] skip {v} s{s}: no checkpoint, and no prediction of today's settings for the "
                       "weights its evaluation cache holds", flush=True)
+                skipped.append(name)
                 continue
             preds[name] = got[0]
             if s == 0:
@@ -195,6 +225,7 @@ def run_bridge(preset: str = "cpu", *, results_dir=None, figure=None, reuse: boo
         model, _ = load_model(ck, "cpu")
         if not _cache_valid(ck, model):
             print(f"[bridge] skip {v} s{s}: its evaluation cache is for other weights", flush=True)
+            skipped.append(name)
             continue
         dig = weights_digest(model)
         vkey = _variant_key(v, key)
@@ -246,6 +277,15 @@ def run_bridge(preset: str = "cpu", *, results_dir=None, figure=None, reuse: boo
         "seconds": round(time.time() - t0, 1),
     }
     result["summary"] = summary_text(result)
+    lost = [n for n in skipped if n in (previous.get("predictions") or {})]  # in the previous result, not here
+    if results_dir is None and lost:  # a bridge that would shrink the committed one (:mod:`.canonical`)
+        from .canonical import exploratory_root
+
+        root = exploratory_root("bridge")
+        json_path, fig = root / json_path.name, (root / fig.name if figure is None else fig)
+        print(f"[bridge] exploratory run ({len(lost)} checkpoint(s) of the previous result left out: "
+              f"{', '.join(lost[:3])}{'…' if len(lost) > 3 else ''}): results under {root}; committed results "
+              "untouched", flush=True)
     root.mkdir(parents=True, exist_ok=True)
     atomic_write_text(json_path, json.dumps(to_jsonable(result), indent=1) + "\n")
     atomic_write_text(root / f"bridge_{preset}.csv", csv_text(result))

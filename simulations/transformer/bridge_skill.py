@@ -5,13 +5,15 @@ its mean absolute log error ``E_v = mean_k |ln r̂_v(k) − ln r_v(k)|``.  Two n
 
 * ``flat``: ``r̂ ≡ 1`` (no degradation);
 * ``like-rope``: ``r̂_v(k) = r_rope(k)``, the measured RoPE curve at the same ``L_train`` (every variant degrades
-  like RoPE; undefined for RoPE itself, which is left out of that comparison).
+  like RoPE; undefined for RoPE itself, which is left out of that comparison);
+* ``others-median``: ``r̂_v(k) = median_{u ≠ v} r_u(k)``, the median of the other variants' measured curves — the
+  same information as the bridge's perplexity law, which is fitted on the other variants' measured ratios.
 
 The skill against a null is ``1 − E/E_null`` (1: perfect, 0: no better than the null, < 0: worse), per variant and
 pooled over the held-out variants as ``1 − Σ_v E_v / Σ_v E_null,v``.  The pooled skill's 95% interval is a
 percentile bootstrap over variants (resampled with replacement, ``n_boot`` draws).  The bridge forecasts
 have positive skill when the pooled skill's interval lies above 0 against every null available (``like-rope``
-needs a RoPE row).
+needs a RoPE row, ``others-median`` two rows).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import numpy as np
 
 __all__ = ["NULLS", "log_errors", "skill_table"]
 
-NULLS = ("flat", "like-rope")
+NULLS = ("flat", "like-rope", "others-median")
 
 
 def log_errors(measured, predicted, multiples, use) -> float:
@@ -50,9 +52,12 @@ def skill_table(lovo_rows: list[dict], *, n_boot: int = 4000, seed: int = 0) -> 
         if r["multiples"] != multiples:
             raise ValueError(f"bridge skill: {r['variant']} has multiples {r['multiples']}, expected {multiples}")
         e = log_errors(r["measured"], r["predicted"], multiples, use)
+        others = [o["measured"] for o in rows if o is not r]
         nulls = {"flat": log_errors(r["measured"], [1.0] * len(multiples), multiples, use),
                  "like-rope": (None if rope is None or r is rope else
-                               log_errors(r["measured"], rope["measured"], multiples, use))}
+                               log_errors(r["measured"], rope["measured"], multiples, use)),
+                 "others-median": (log_errors(r["measured"], np.median(np.asarray(others, float), axis=0), multiples,
+                                              use) if others else None)}
         per.append({"variant": r["variant"], "error": e, **{f"error_{k}": v for k, v in nulls.items()},
                     **{f"skill_{k}": (None if v is None or v == 0 else 1.0 - e / v) for k, v in nulls.items()}})
     rng = np.random.default_rng(seed)
@@ -62,6 +67,10 @@ def skill_table(lovo_rows: list[dict], *, n_boot: int = 4000, seed: int = 0) -> 
         if not sel:  # no RoPE row to forecast like: that null is not available
             continue
         e, n0 = np.array([p["error"] for p in sel]), np.array([p[f"error_{k}"] for p in sel])
+        if n0.sum() <= 0:  # the null is exact on every variant: no forecast can be shown to beat it
+            pooled[k] = {"skill": None, "ci_low": None, "ci_high": None, "n_variants": len(sel), "n_boot": n_boot,
+                         "positive": False}
+            continue
         idx = rng.integers(0, len(sel), size=(n_boot, len(sel)))
         boot = np.array([_pooled(e[i], n0[i]) for i in idx])
         lo, hi = np.nanpercentile(boot, [2.5, 97.5])

@@ -23,7 +23,7 @@ from stylized.laws.markov_tokens import MarkovTokens
 from stylized.laws.so2 import TokenAngles
 
 __all__ = ["PSEUDOCOUNT", "N_START", "CHECKPOINTS", "bigram_chain", "measured_characteristic", "forecasts", "compare_checkpoint",
-           "run_chi_markov", "chi_markov_section"]
+           "run_chi_markov", "chi_markov_section", "cmd_chi_markov"]
 
 PSEUDOCOUNT = 1e-3
 N_START = 20_000  # route starts j sampled on the held-out stream
@@ -135,3 +135,28 @@ def chi_markov_section(res: dict) -> list[str]:
             f"in {res['n_markov_better']} of {res['n']} layers. **Kept: {res['kept']}.** The bridge (`stylized transformer "
             "bridge`) takes every learned table's route characteristic from the kept process: the training stream's "
             "bigram chain, m_b(n) = π D_b (T D_b)^{n−1} 1 at every distance n (its parameters name the token process).", ""]
+
+
+def cmd_chi_markov(args) -> int:
+    """Unigram or Markov χ_b as the forecast of each learned table's decorrelation on held-out text."""
+    import json
+
+    from stylized.core.errors import InvalidInput
+    from stylized.harness.results import atomic_write_text, to_jsonable
+
+    from .canonical import destination
+    from .fileio import check_dir
+    from .train import results_root
+
+    gone = [rel for _, rel in CHECKPOINTS if not (results_root() / rel).exists()]
+    if len(gone) == len(CHECKPOINTS):
+        raise InvalidInput("chi-markov: no learned-table checkpoint on disk (train the cpu-long or author-ab runs first)")
+    dest = destination("chi-markov", args, incomplete=f"{len(gone)} of {len(CHECKPOINTS)} checkpoints not on disk"
+                       if gone else None)
+    out = dest.root / "chi_markov.json"
+    check_dir(out.parent, "results")
+    res = run_chi_markov(results_root())
+    atomic_write_text(out, json.dumps(to_jsonable(res), indent=1) + "\n")
+    print(f"kept {res['kept']}: pooled error {res['pooled_error']}; Markov better in {res['n_markov_better']}/{res['n']} "
+          f"layers; wrote {out}")
+    return 0

@@ -2,7 +2,8 @@
 
 The main ``stylized`` CLI calls :func:`add_parser` with its sub-parsers and then
 ``args.func(args)``; ``python -m simulations.transformer ...`` uses :func:`main`.
-Configuration errors (``ValueError``) exit with status 2 and one line.
+Configuration errors (``ValueError``) exit with status 2 and one line.  Only a command's full default run
+writes its committed results; any other run writes under ``exploratory/<command>/`` (:mod:`.canonical`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 from stylized.core.errors import InvalidInput
 from stylized.core.options import Choice, Choices, Float, FloatList, Int, IntList, arg_type
 
+from .canonical import destination, remember_defaults, split_roots
 from .cli_guard import guard as _guard
 from .fileio import check_dir
 from .model import MAIN_VARIANTS, VARIANTS
@@ -37,7 +39,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise InvalidInput("--resume with --force: --resume continues the checkpoint, --force retrains over it; pass one")
     from .train import checkpoint_path
 
-    path = checkpoint_path(args.preset, args.variant, args.seed, args.results_dir)
+    # other steps, data or tokenizer: the checkpoint goes under exploratory/train/, never where the commands that
+    # write committed results resume it
+    dest = destination("train", args, subsets=())
+    results_dir = args.results_dir or (None if dest.canonical else str(dest.root))
+    path = checkpoint_path(args.preset, args.variant, args.seed, results_dir)
     check_dir(path.parent, "--results-dir")  # before any work (train checks again, for its other callers)
     if path.exists() and not (args.resume or args.force):
         raise ValueError(f"checkpoint {path} exists: pass --resume to continue it or --force to retrain over it")
@@ -47,7 +53,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         except OSError as e:
             raise InvalidInput(f"--force: cannot remove {path} ({e.strerror or type(e).__name__})") from None
     info = train(args.variant, args.preset, steps=args.steps, seed=args.seed, data=args.data,
-                 resume=args.resume, results_dir=args.results_dir, tokenizer=args.tokenizer, bpe_vocab=args.bpe_vocab)
+                 resume=args.resume, results_dir=results_dir, tokenizer=args.tokenizer, bpe_vocab=args.bpe_vocab)
     h = info["history"]
     print(f"trained {args.variant} ({args.preset}) to step {info['step']}; "
           f"last loss {h[-1][1]:.4f}; checkpoint {info['checkpoint']}" if h else
@@ -97,10 +103,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     variants = [v.strip() for v in args.variants.split(",")] if args.variants else None
     for v in variants or []:
         _check("variants", v, VARIANTS)
+    results_dir, out_root = split_roots("compare", args, ("variants", "seeds", "extra_seeds"),
+                                        preset=args.preset + ("-bpe" if args.tokenizer == "bpe" else ""))
     res = compare(args.preset, variants, seeds=_seed_list("--seeds", args.seeds),
                   extra_seeds=_seed_list("--extra-seeds", args.extra_seeds), steps=args.steps, data=args.data,
-                  results_dir=args.results_dir, figure=args.figure, workers=args.workers,
-                  tokenizer=args.tokenizer, bpe_vocab=args.bpe_vocab)
+                  results_dir=results_dir, figure=args.figure, workers=args.workers,
+                  tokenizer=args.tokenizer, bpe_vocab=args.bpe_vocab, out_root=out_root)
     for r in res["verdicts"]["all"]["rows"]:
         print(f"  {r['row']}: {r['verdict']}")
     print(f"holds={res['holds']} (C6 holds when no paper row contradicts; author's metric at "
@@ -112,21 +120,26 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_recall(args: argparse.Namespace) -> int:
     """Multi-query associative recall: train every variant at every seed (resuming), then the table and figure."""
-    from stylized.harness.results import figures_dir
-
     from .fileio import check_dir
     from .recall_report import plot_recall, summary_lines
-    from .recall_sweep import VARIANTS_RECALL, run_sweep
+    from .recall_sweep import VARIANTS_RECALL, load_results, run_sweep, write_results
     from .train import results_root
 
-    out = results_root() / "recall_cpu.json"
+    dest = destination("recall", args)
+    out = dest.root / "recall_cpu.json"
     check_dir(out.parent, "results")
-    check_dir(figures_dir(), "figures/")
+    check_dir(dest.figures, "figures/")
     variants = args.variants.split(",") if args.variants else list(VARIANTS_RECALL)
+    if not dest.canonical and not out.exists() and (results_root() / out.name).exists():
+        # a subset starts from the committed runs it asks for (same settings: not run again)
+        runs = [r for r in load_results(results_root() / out.name)["runs"]
+                if r["variant"] in variants and r["seed"] in args.seeds]
+        if runs:
+            write_results(runs, out)
     data = {}
     for seed in args.seeds:
         data = run_sweep(variants, seed, n_seqs=args.n_seqs, out=out)
-    fig = plot_recall(out, figures_dir() / "transformer_recall.png")
+    fig = plot_recall(out, dest.figures / "transformer_recall.png")
     print("\n".join(summary_lines(data)))
     print(f"wrote {out}, {fig}")
     return 0
@@ -134,77 +147,37 @@ def cmd_recall(args: argparse.Namespace) -> int:
 
 def cmd_recall_forecast(args: argparse.Namespace) -> int:
     """Forecast each recall checkpoint's horizon from its own step law; judge it against the two null forecasts."""
-    import json
-
-    from stylized.harness.results import figures_dir
-
     from .fileio import check_dir
+    from .readers import read_json
     from .recall_forecast_report import plot_forecast, plot_skill
-    from .recall_forecast_run import FORECAST_PATH, run_forecasts
-    from .recall_sweep import RESULTS_PATH, VARIANTS_RECALL
+    from .recall_forecast_run import run_forecasts
+    from .recall_sweep import VARIANTS_RECALL
+    from .train import results_root
 
-    if not RESULTS_PATH.exists():
-        raise InvalidInput(f"recall-forecast: no recall measurement at {RESULTS_PATH}: run `stylized transformer "
+    measured = results_root() / "recall_cpu.json"
+    if not measured.exists():
+        raise InvalidInput(f"recall-forecast: no recall measurement at {measured}: run `stylized transformer "
                            "recall` first")
-    check_dir(FORECAST_PATH.parent, "results")
-    check_dir(figures_dir(), "figures/")
+    read_json(measured, "recall-forecast", need=("runs",))  # a damaged measurement: one line naming it
+    dest = destination("recall-forecast", args)
+    out = dest.root / "recall_forecast.json"
+    check_dir(out.parent, "results")
+    check_dir(dest.figures, "figures/")
     variants = args.variants.split(",") if args.variants else list(VARIANTS_RECALL)
-    res = run_forecasts(variants, args.seeds, args.trials)
+    res = run_forecasts(variants, args.seeds, args.trials, path=out, sweep_path=measured)
     v = res["verdict"]
-    bridge = FORECAST_PATH.with_name("bridge_cpu.json")
-    figs = [plot_forecast(FORECAST_PATH, RESULTS_PATH, figures_dir() / "transformer_recall_forecast.png"),
-            plot_skill(res, json.loads(bridge.read_text()) if bridge.exists() else None,
-                       figures_dir() / "transformer_forecast_skill.png")]
+    bridge = results_root() / "bridge_cpu.json"
+    figs = [plot_forecast(out, measured, dest.figures / "transformer_recall_forecast.png"),
+            plot_skill(res, read_json(bridge, "recall-forecast") if bridge.exists() else None,
+                       dest.figures / "transformer_forecast_skill.png")]
     for r in v["variants"]:
         print(f"  {r['variant']}: measured {r['measured_horizon']}, forecast "
-              + ", ".join(f"{x} {r[x]['horizon']}" for x in ("unigram", "markov", "task")))
-    print(f"kept {v['kept']}: {v['n_holding']}/{v['n_variants']} within x2; mean |ln error| {v['mae_ln_horizon']}; "
+              + ", ".join(f"{x} {r[x]['horizon']}" for x in ("unigram", "markov", "task-layout")))
+    for x, sk in v["skill"].items():
+        print(f"  skill of {x}: " + "; ".join(f"vs {n} {s['skill']} [{s['ci_low']}, {s['ci_high']}]" for n, s in sk.items()))
+    print(f"scored {v['scored']}: {v['n_holding']}/{v['n_variants']} within x2; mean |ln error| {v['mae_ln_horizon']}; "
           f"beats both nulls: {v['beats_both_nulls']}")
-    print(f"wrote {FORECAST_PATH}, " + ", ".join(map(str, figs)))
-    return 0
-
-
-def cmd_chi_markov(args: argparse.Namespace) -> int:
-    """Unigram or Markov χ_b as the forecast of each learned table's decorrelation on held-out text."""
-    import json
-
-    from stylized.harness.results import atomic_write_text, to_jsonable
-
-    from .chi_markov import run_chi_markov
-    from .fileio import check_dir
-    from .train import results_root
-
-    out = results_root() / "chi_markov.json"
-    check_dir(out.parent, "results")
-    res = run_chi_markov(results_root())
-    if not res["rows"]:
-        raise InvalidInput("chi-markov: no learned-table checkpoint on disk (train the cpu-long or author-ab runs first)")
-    atomic_write_text(out, json.dumps(to_jsonable(res), indent=1) + "\n")
-    print(f"kept {res['kept']}: pooled error {res['pooled_error']}; Markov better in {res['n_markov_better']}/{res['n']} "
-          f"layers; wrote {out}")
-    return 0
-
-
-def cmd_route_length(args: argparse.Namespace) -> int:
-    """Each variant's ratio against the share of its planes mixed: windows from the law or the checkpoints."""
-    from stylized.harness.results import atomic_write_text, figures_dir, to_jsonable
-
-    from .route_length import plot_route_length, result_path, route_length_section, run_dir, run_route_length
-    from .train import results_root
-
-    preset = args.preset
-    out = result_path(results_root(), preset)
-    fig = (figures_dir() if preset == "cpu" else out.parent) / "transformer_route_length.png"
-    if not (run_dir(results_root(), preset) / f"{preset}_compare.json").exists():
-        raise InvalidInput(f"--preset: no committed {preset} comparison (run `stylized transformer compare --preset "
-                           f"{preset}` first)")
-    check_dir(out.parent, "results")
-    check_dir(fig.parent, "figures/")
-    res = run_route_length(results_root(), preset, train_missing=not args.no_train)
-    atomic_write_text(out, json.dumps(to_jsonable(res), indent=1) + "\n")
-    fig = plot_route_length(res, fig)
-    print("\n".join(route_length_section(results_root().parent, preset)))
-    print(f"wrote {out} and {fig}")
+    print(f"wrote {out}, " + ", ".join(map(str, figs)))
     return 0
 
 
@@ -268,12 +241,12 @@ def cmd_lr_sweep(args: argparse.Namespace) -> int:
     variants = tuple(v for v in (args.variants or ",".join(SWEEP_VARIANTS)).split(",") if v)
     if "learned-qk" not in variants:
         raise InvalidInput(f"--variants={args.variants!r} must include learned-qk (the rule reads it)")
-    res = run_sweep(mults, variants, workers=args.workers, preset=args.preset)  # (--threads: set by the guard)
-    canonical = tuple(mults) == MULTS
-    from stylized.harness.results import figures_dir
-
+    dest = destination("lr-sweep", args)  # fewer multipliers or variants: under exploratory/, never the committed file
+    new = [m for m in mults if m not in MULTS]  # a multiplier of its own: its checkpoints and caches there too
+    res = run_sweep(mults, variants, workers=args.workers, preset=args.preset,  # (--threads: set by the guard)
+                    root=dest.root if new and not dest.canonical else None)
     fig = "transformer_lr_sweep.png" if args.preset == "cpu" else f"transformer_lr_sweep_{args.preset}.png"
-    path = write_sweep(res, figure=figures_dir() / fig) if canonical else None
+    path = write_sweep(res, figure=dest.figures / fig, root=None if dest.canonical else dest.root)
     for r in res["rows"]:
         print(f"{r['variant']} x{r['mult']:g}: val PPL {r['ppl']:.3f}, move {r['move_mean_rad']:.3f} rad, "
               f"{r['planes_mixing']}/{r['planes']} planes mix, active={r['active']}")
@@ -293,8 +266,11 @@ def cmd_far_context(args: argparse.Namespace) -> int:
     from .far_context import run_far_context
 
     _check("--preset", args.preset, PRESET_NAMES)
+    from .train import run_root
+
+    dest = destination("far-context", args, root=run_root(args.preset, None)[0])  # a subset: all under exploratory/
     res = run_far_context(args.preset, _variant_list(args.variants), workers=args.workers, threads=args.threads,
-                          results_dir=args.results_dir)
+                          results_dir=None if dest.canonical else dest.root)
     for r in res["rows"]:
         if r["multiple"] in (16, 64) or r["multiple"] == max(res["params"]["multiples"]):
             print(f"  {r['variant']:>12} {r['multiple']:4d}x: far-context ratio {r['ratio']:.3f} "
@@ -307,8 +283,11 @@ def cmd_passkey(args: argparse.Namespace) -> int:
     from .passkey import run_passkey
 
     _check("--preset", args.preset, PRESET_NAMES)
+    from .train import run_root
+
+    dest = destination("passkey", args, root=run_root(args.preset, None)[0])  # a subset: all under exploratory/
     res = run_passkey(args.preset, _variant_list(args.variants), workers=args.workers, threads=args.threads,
-                      results_dir=args.results_dir, trials=args.trials, fraction=args.fraction)
+                      results_dir=None if dest.canonical else dest.root, trials=args.trials, fraction=args.fraction)
     for v, acc in res["summary"].items():
         print(f"  {v:>12}: " + " ".join(f"{m}x {a:.2f}" for m, a in acc.items()))
     print(f"wrote {res['files']['json']}, {res['files']['csv']}, {res['files']['figure']} in {res['seconds']:.0f}s")
@@ -392,8 +371,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="stylized contexts per distance (default 256)")
     s.set_defaults(func=_guard(cmd_recall_forecast))
 
+    from .chi_markov import cmd_chi_markov
+
     s = sub.add_parser("chi-markov", help="unigram or Markov chi_b: which forecasts a learned table's decorrelation (cpu)")
     s.set_defaults(func=_guard(cmd_chi_markov))
+
+    from .route_length import cmd_route_length
 
     s = sub.add_parser("route-length", help="the ratio against the share of each variant's planes mixed (trains "
                        "missing learned checkpoints: ~2 min each at cpu, ~13 at cpu-long)")
@@ -434,6 +417,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
     add_bridge_parsers(sub, _guard)  # bridge, combined, probe (the bridge never imports this module)
     add_long_eval_parser(sub, _guard)
+    from .value_probe_run import add_parser as add_value_probe_parser
+
+    add_value_probe_parser(sub, _guard)
+    remember_defaults(sub)  # every sub-command's defaults: a run that differs writes under exploratory/
     return p
 
 

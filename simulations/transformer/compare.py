@@ -213,6 +213,7 @@ def compare(
     tokenizer: str | None = None,
     bpe_vocab: int | None = None,
     name: str = "compare",
+    out_root: str | os.PathLike | None = None,
 ) -> dict:
     """Train missing checkpoints, evaluate all, decide the paper rows; write JSON + CSV + figure.
 
@@ -224,6 +225,8 @@ def compare(
     checkpoint is absent but whose evaluation cache is committed and matches the run's settings is read
     from that cache (:func:`cached_rows`), not retrained.  ``workers`` > 1 runs that many (variant, seed)
     jobs at once in separate processes with one torch thread each (the cpu preset on 2 cores: ``workers=2``).
+    ``out_root``: where the JSON, CSV and figure go instead of the results root (a subset run,
+    :mod:`.canonical`); checkpoints and evaluation caches stay under the results root.
     """
     t0 = time.time()
     variants = check_variants_and_workers(variants, workers)
@@ -232,6 +235,10 @@ def compare(
         raise ValueError(f"name={name!r} must be a non-empty word of letters, digits, '-' or '_'")
     root, fig_path, canonical = output_paths(preset + ("-bpe" if tokenizer == "bpe" else ""), results_dir, figure,
                                              name)
+    if out_root is not None:
+        out_root, canonical = Path(out_root), False
+        fig_path = Path(figure) if figure else out_root / fig_path.name
+        check_dir(out_root, "results")
     mcfg, tcfg, ecfg = make_configs(variants[0], preset, steps=steps, data=data, **tok)
     check_dir(root / "checkpoints" / preset, "--results-dir")  # before any work: the destinations can be written
     check_figure(fig_path, "--figure")
@@ -294,7 +301,8 @@ def compare(
     }
     from stylized.harness.results import rows_csv, write_pair
 
-    json_path, csv_path = write_pair(root / f"{preset}_{name}.json", result, rows_csv(result["per_seed"]))
+    json_path, csv_path = write_pair(Path(out_root or root) / f"{preset}_{name}.json", result,
+                                     rows_csv(result["per_seed"]))
     plot_compare(json_path, fig_path)
     result["files"] = {"csv": str(csv_path), "json": str(json_path), "figure": str(fig_path)}
     return result

@@ -8,9 +8,10 @@ transformer figures, and the log ratio axis is labelled at 1, 2, 5, 10, 20, ….
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
+
+from .readers import read_json
 
 __all__ = ["plot_compare"]
 
@@ -33,7 +34,7 @@ def plot_compare(result_json_path: str | os.PathLike, out_png: str | os.PathLike
     from matplotlib.ticker import NullLocator
 
     from stylized.harness import plotting as sp
-    res = json.loads(Path(result_json_path).read_text())
+    res = read_json(result_json_path, "--figure")
     p = res["params"]
     with sp.theme():
         fig, axes = sp.figure(1, 2, height=3.2, sharey=True)

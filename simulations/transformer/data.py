@@ -120,11 +120,11 @@ def _bpe_corpus(files: list[Path], max_bytes: int, label: str, vocab: int,
     key = bpe.cache_key(base.description, fingerprint, vocab)
     root = bpe.cache_dir(cache_dir)
     train_t = [c.decode("utf-8", errors="replace") for c in train_c]
-    tok, path, _ = bpe.get_bpe(train_t, vocab, key, root)
+    tok, path, hit = bpe.get_bpe(train_t, vocab, key, root)
     arrays = root / f"tokens-{key}.npz"
-    if arrays.exists():
-        with np.load(arrays) as z:
-            train, val = z["train"], z["val"]
+    cached = _cached_tokens(arrays, tok.get_vocab_size()) if hit else None  # a retrained tokenizer: re-encode
+    if cached is not None:
+        train, val = cached
     else:
         train = bpe.encode(tok, train_t)
         val = bpe.encode(tok, [c.decode("utf-8", errors="replace") for c in val_c])
@@ -135,6 +135,30 @@ def _bpe_corpus(files: list[Path], max_bytes: int, label: str, vocab: int,
     desc = base.description.replace(
         ", byte-level vocab 256", f"; byte-level BPE vocab {v} (train {len(train)}, val {len(val)} tokens)")
     return Corpus(train, val, v, desc, "bpe", str(path))
+
+
+def _cached_tokens(arrays: Path, vocab: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The cached token ids (train, val) in ``arrays``, or ``None`` (missing; or unusable: one line naming it, and
+    the caller encodes again): two non-empty 1-D integer arrays of ids below ``vocab``, nothing else."""
+    if not arrays.exists():
+        return None
+    try:
+        with np.load(arrays, allow_pickle=False) as z:
+            if sorted(z.files) != ["train", "val"]:
+                raise ValueError(f"it holds {', '.join(sorted(z.files)[:4]) or 'nothing'}, not train and val")
+            out = z["train"], z["val"]
+        for name, a in zip(("train", "val"), out):
+            if a.ndim != 1 or a.size == 0 or a.dtype.kind not in "ui":
+                raise ValueError(f"{name} is a {a.dtype} array of shape {a.shape}, not a non-empty list of token ids")
+            if int(a.min()) < 0 or int(a.max()) >= vocab:
+                raise ValueError(f"{name} holds ids outside [0, {vocab})")
+    except Exception as e:  # np.load raises many types on a damaged archive (BadZipFile, EOFError, OSError…)
+        import sys
+
+        why = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
+        print(f"[data] {arrays}: unusable token cache ({why}); encoding again", file=sys.stderr, flush=True)
+        return None
+    return out
 
 
 def _corpus(files: list[Path], max_bytes: int, label: str, tokenizer: str, vocab: int | None,

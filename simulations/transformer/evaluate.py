@@ -34,7 +34,7 @@ import torch.nn.functional as F
 
 from .data import Corpus, corpus_for
 from .model import GPT
-from .train import EvalConfig, default_device
+from .train import EvalConfig, default_device, progress_bar
 
 #: paper's PPL(L)/PPL(512) at multiples 2..128 of the training length
 PAPER_RATIOS: dict[str, dict[int, float]] = {
@@ -91,11 +91,13 @@ def window_losses(
     device: str | None = None,
     windows: str = "grid",
     on_multiple: Callable[[dict[int, dict[str, np.ndarray]]], None] | None = None,
+    progress: bool = False,
 ) -> dict[int, dict[str, np.ndarray]]:
     """Per-window losses at every length multiple (``windows``: see :class:`~.train.EvalConfig`).
 
     ``on_multiple``, if given, is called with the losses so far after each multiple (a long
-    evaluation under a wall-clock guard then keeps the lengths it finished).
+    evaluation under a wall-clock guard then keeps the lengths it finished).  ``progress`` shows a bar on
+    stderr counting the evaluated tokens (the training bar's style).
 
     Returns
     -------
@@ -112,6 +114,8 @@ def window_losses(
         raise ValueError(f"windows={windows!r} is not one of: grid, author")
     ends = window_ends(len(tokens), L_train * max(multiples), n_windows)
     gen = torch.Generator().manual_seed(10_007 + seed)
+    bar = progress_bar(n_windows * L_train * sum(multiples), 0, "evaluate to "
+                       f"{max(multiples)}x L_train (tokens)", progress)
     out: dict[int, dict[str, np.ndarray]] = {}
     for m in multiples:
         L = m * L_train
@@ -139,9 +143,13 @@ def window_losses(
             allp[s: s + bs] = loss.mean(axis=1)
             bsum[s: s + bs] = loss[:, L_train:].sum(axis=1)
             bn[s: s + bs] = L - L_train
+            if bar is not None:
+                bar.update(len(e) * L)
         out[m] = {"target": tgt, "all": allp, "beyond_sum": bsum, "beyond_n": bn}
         if on_multiple is not None:
             on_multiple(out)
+    if bar is not None:
+        bar.close()
     return out
 
 
@@ -318,6 +326,7 @@ def evaluate_checkpoint(
     cache: bool = True,
     on_rows: Callable[[list[dict]], None] | None = None,
     cache_tag: str | None = None,
+    progress: bool = False,
 ) -> list[dict]:
     """Load a checkpoint and return its summary rows (per-window losses cached beside it).
 
@@ -325,6 +334,7 @@ def evaluate_checkpoint(
     multiples, so that it never replaces the comparison's cache.
 
     ``on_rows``, if given, receives the summary rows of the multiples evaluated so far after each one.
+    ``progress`` shows a bar of the evaluated tokens when the losses are computed (not read from the cache).
 
     The cache (``eval_cache_path``) is reused when the checkpoint's weights (a digest) and the
     evaluation settings are unchanged; it holds the per-window losses the seed-pooled verdicts need.
@@ -351,7 +361,7 @@ def evaluate_checkpoint(
         partial = None if on_rows is None else (
             lambda so_far: on_rows(summarize(so_far, ck["variant"], model.config.block_size, ecfg.n_boot, seed)))
         losses = window_losses(model, corpus.val, ecfg.multiples, ecfg.n_windows,
-                               ecfg.batch_tokens, ecfg.n_samples, seed, device, ecfg.windows, partial)
+                               ecfg.batch_tokens, ecfg.n_samples, seed, device, ecfg.windows, partial, progress)
         if cache:
             write_loss_cache(cpath, key, losses)
     rows = summarize(losses, ck["variant"], model.config.block_size, ecfg.n_boot, seed)

@@ -24,7 +24,6 @@ beside the C6 caches, keyed by the weights digest.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -45,6 +44,7 @@ from .evaluate import (
 from .fileio import check_dir, check_figure, read_checkpoint
 from .jobs import check_variants_and_workers, map_jobs
 from .model import GPT
+from .readers import read_json
 from .train import (
     EvalConfig,
     checkpoint_path,
@@ -278,7 +278,7 @@ def plot_far_context(result_json: str | os.PathLike, out_png: str | os.PathLike)
     from matplotlib.ticker import NullLocator
 
     from stylized.harness import plotting as sp
-    res = json.loads(Path(result_json).read_text())
+    res = read_json(result_json, "far-context")
     p = res["params"]
     with sp.theme():
         fig, (ax,) = sp.figure(1, 1, width=5.6, height=3.3)

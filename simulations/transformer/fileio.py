@@ -5,7 +5,8 @@
   and the file, exit 2 on the command line), a file that is missing, empty, truncated or damaged (the zip
   archive's CRC-32s are checked, so a flipped bit in the weights is found too), not a torch file (text,
   random bytes), a torch file that is not ours (``{"a": 1}``, a bare tensor) or one whose entries have the
-  wrong types; :func:`load_weights` then checks every tensor's name and shape against the model its
+  wrong types, or one whose ``model_config`` is over the bounds of :mod:`.checkpoint_limits` (checked before any
+  tensor of the model is built); :func:`load_weights` then checks every tensor's name and shape against the model its
   ``model_config`` builds.  :func:`load_training_state` (resuming) also checks the optimizer and RNG states.
 * :func:`save_checkpoint`: atomic; a failed write (a full disk) leaves neither a partial file nor a
   temporary one, and the previous checkpoint as it was.
@@ -138,6 +139,11 @@ def _check_entries(ck, refuse: _Refuse, resume: bool) -> None:
         raise refuse.foreign(f"its model_config is not a model configuration: {_why(e, 100)}") from None
     if cfg.variant != ck["variant"]:
         raise refuse.foreign(f"'variant' {ck['variant']!r} differs from its model_config's {cfg.variant!r}")
+    from .checkpoint_limits import check_config_limits
+
+    too_big = check_config_limits(cfg, ck["model"])  # before any tensor of the model is built
+    if too_big:
+        raise refuse.foreign(too_big)
     if resume:
         opt, rng = ck["optimizer"], ck["rng"]
         if not (isinstance(opt, dict) and isinstance(opt.get("state"), dict)

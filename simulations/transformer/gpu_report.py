@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .evaluate import paper_ratio
+from .readers import read_json
 from .verdicts import PAPER_ROWS
 
 __all__ = ["GPU_DIR", "paper_at_tokens", "window_deltas", "gpu_rows", "plot_gpu", "seed_losses", "measure_level"]
@@ -43,8 +44,15 @@ def _losses(directory: Path, variant: str) -> dict[int, np.ndarray] | None:
     path = directory.joinpath(*GPU_DIR, "eval", "gpu", f"{variant}-author-windows.json")
     if not path.exists():
         return None
-    saved = json.loads(path.read_text())
+    saved = read_json(path, "gpu", need=("losses",), check=_losses_problem)
     return {int(m): np.asarray(d["all"], dtype=float) for m, d in saved["losses"].items()}
+
+
+def _losses_problem(saved: dict) -> str | None:
+    """Why a GPU run's per-window losses cannot be read (``None``: they can)."""
+    from .evaluate import cache_problem
+
+    return cache_problem(saved, ("all",))
 
 
 def window_deltas(a: dict[int, np.ndarray], b: dict[int, np.ndarray], multiple: int, seed: int = 0) -> dict:
@@ -78,7 +86,7 @@ def seed_losses(directory: Path, variant: str, multiple: int) -> np.ndarray | No
         path = folder / "eval" / "gpu" / f"{variant}-author-windows.json"
         if not path.exists():
             continue
-        losses = json.loads(path.read_text())["losses"]
+        losses = read_json(path, "gpu", need=("losses",), check=_losses_problem)["losses"]
         if str(multiple) in losses:
             rows.append(np.asarray(losses[str(multiple)]["all"], float) - np.asarray(losses["1"]["all"], float))
     return np.stack(rows) if rows else None

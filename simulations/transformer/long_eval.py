@@ -63,6 +63,7 @@ def run_long_eval(root: Path, preset: str = "cpu-long", seed: int = 0, variants=
     from .data import load_corpus
     from .evaluate import EvalConfig, eval_cache_path, evaluate_checkpoint, parse_losses, window_ends
     from .presets import get_preset
+    from .readers import read_cache
     from .train import checkpoint_path, make_configs, train
 
     multiples = sorted({int(m) for m in multiples} | {1})
@@ -95,7 +96,8 @@ def run_long_eval(root: Path, preset: str = "cpu-long", seed: int = 0, variants=
         mine = json.loads(canon.with_name(f"{canon.stem}-{tag}.json").read_text())
         losses[v] = parse_losses(mine["losses"])
         digest = mine["key"]["weights"]
-        evaluated = json.loads(canon.read_text())["key"]["weights"] if canon.exists() else None
+        saved = read_cache(canon, "long-eval", need=("key",))  # unusable: named, and the run counts as not evaluated
+        evaluated = saved["key"].get("weights") if saved and isinstance(saved["key"], dict) else None
         runs[v] = {"weights": digest, "comparison_weights": evaluated, "same_run": digest == evaluated,
                    "steps": int(mine["key"]["step"])}
         log(f"[long-eval] {v} seed {seed}: weights {digest} "
@@ -147,7 +149,8 @@ def plot_long_eval(result: dict, path: Path) -> Path:
             ax.set_xlabel("context length L (tokens)")
             ax.set_ylabel("PPL(L)/PPL(L_train)")
             ax.set_title(metric)
-        axes[0].legend(fontsize=7)
+        if result["rows"]:  # (--no-train with every checkpoint missing: nothing to label)
+            axes[0].legend(fontsize=7)
         sp.caption(fig, f"{result['preset']} preset, L_train={result['L_train']}, seed {result['seed']}, "
                         f"{result['n_windows']} shared windows per length; bands: 95% bootstrap over windows "
                         "(evaluation noise only); grey: up to 16K tokens, where the paper's Q/K and Q/K/V rows are tied (they "
@@ -164,7 +167,10 @@ def long_eval_section(directory: Path, preset: str = "cpu-long", top: int = 128)
     path = result_path(Path(directory) / "transformer", preset, top)
     if not path.exists():
         return []
-    r = json.loads(path.read_text())
+    from .readers import read_json
+
+    r = read_json(path, "long-eval", need=("multiples", "L_train", "runs", "rows", "pairs", "seed", "n_windows",
+                                           "interval"))
     ms = r["multiples"]
     lines = [f"### {preset} to {top}× ({top * r['L_train']:,} tokens), one seed", "",
              f"Command: `stylized transformer long-eval --preset {preset}` (results in "
@@ -206,8 +212,9 @@ def cmd_long_eval(args) -> int:
     from stylized.core.errors import InvalidInput
     from stylized.harness.results import atomic_write_text, to_jsonable
 
+    from .canonical import destination
     from .fileio import check_dir
-    from .train import results_root
+    from .train import checkpoint_path, results_root
 
     multiples = sorted(set(args.multiples) | {1})
     out = result_path(results_root(), args.preset, max(multiples))
@@ -216,15 +223,22 @@ def cmd_long_eval(args) -> int:
                            f"--preset {args.preset}` first)")
     if max(multiples) < 2:
         raise InvalidInput("--multiples: give at least one multiple ≥ 2 (1 is always evaluated)")
+    variants = args.variants.split(",")
+    gone = [v for v in variants if not checkpoint_path(args.preset, v, args.seed, out.parent).exists()]
+    dest = destination("long-eval", args, root=out.parent, figures=out.parent,
+                       incomplete=f"--no-train with no checkpoint of {', '.join(gone)}" if args.no_train and gone
+                       else None)
+    out = dest.root / out.name
     check_dir(out.parent, "results")
     import torch
 
     torch.set_num_threads(args.threads)
-    res = run_long_eval(results_root(), args.preset, args.seed, args.variants.split(","), multiples,
+    res = run_long_eval(results_root(), args.preset, args.seed, variants, multiples,
                         train_missing=not args.no_train)
     atomic_write_text(out, json.dumps(to_jsonable(res), indent=1) + "\n")
     fig = plot_long_eval(res, out.with_name(f"transformer_to{max(multiples)}x.png"))
-    print("\n".join(long_eval_section(results_root().parent, args.preset, max(multiples))))
+    if dest.canonical:
+        print("\n".join(long_eval_section(results_root().parent, args.preset, max(multiples))))
     print(f"wrote {out} and {fig}")
     return 0
 

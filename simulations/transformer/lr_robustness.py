@@ -21,6 +21,7 @@ import numpy as np
 
 from .compare import _diffs
 from .lr_sweep import MULTS, SWEEP_VARIANTS, _train_eval, sweep_checkpoint
+from .readers import read_json
 from .train import CPU_ANGLE_LR_MULT, PRESETS, results_root
 from .verdicts import ALPHA, RULE, _row, seed_means
 
@@ -94,7 +95,7 @@ def plot_robustness(path: Path, out_png: Path) -> Path:
     Welch 95% interval, at 64× and 128×, one panel per metric; the chosen multiplier shaded."""
     from stylized.harness import plotting as sp
 
-    res = json.loads(Path(path).read_text())
+    res = read_json(path, "lr-robustness")
     with sp.theme():
         fig, axes = sp.figure(1, 2, height=3.3, sharey=True)
         for ax, metric in zip(axes, METRICS):

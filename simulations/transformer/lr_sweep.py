@@ -31,6 +31,7 @@ from .data import load_corpus
 from .evaluate import evaluate_checkpoint
 from .jobs import map_jobs
 from .model import GPT
+from .readers import read_json
 from .train import make_configs, results_root, train
 
 MULTS: tuple[float, ...] = (1.0, 3.0, 10.0, 30.0)
@@ -180,7 +181,7 @@ def plot_sweep(path: Path, out_png: Path) -> Path:
     from matplotlib.ticker import FuncFormatter
 
     from stylized.harness import plotting as sp
-    res = json.loads(Path(path).read_text())
+    res = read_json(path, "lr-sweep")
     with sp.theme():
         variants = [v for v in SWEEP_VARIANTS if any(r["variant"] == v for r in res["rows"])]
         fig, axes = sp.figure(1, len(variants), height=3.4, sharey=True,

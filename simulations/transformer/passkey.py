@@ -28,6 +28,7 @@ from .evaluate import weights_digest
 from .fileio import check_dir, check_figure
 from .jobs import check_variants_and_workers, map_jobs
 from .model import GPT
+from .readers import read_json
 from .train import checkpoint_path, command_outputs, default_device, load_model, make_configs, train
 
 DEPTHS = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -273,7 +274,7 @@ def plot_passkey(result_json: str | os.PathLike, out_png: str | os.PathLike) -> 
     Drawn and saved through :mod:`stylized.harness.plotting` (the project's theme).
     """
     from stylized.harness import plotting as sp
-    res = json.loads(Path(result_json).read_text())
+    res = read_json(result_json, "passkey")
     p = res["params"]
     vs, ms = p["variants"], p["multiples"]
     pooled = res.get("pooled") or []

@@ -16,12 +16,13 @@ model's last layer (the layer that looks the key up; :func:`measure`).
   (:class:`~stylized.laws.so2.TokenAngles` with the token frequencies) or ``markov``
   (:class:`~stylized.laws.markov_tokens.MarkovTokens` with the bigram transitions, pseudocount
   :data:`PSEUDOCOUNT`).  A step for token ``v`` is one of ``v``'s measured steps, drawn uniformly; the
-  ``task`` version takes the tokens from the task's own generator instead (its layout at length ``L``).
+  ``task-layout`` version takes the tokens from the task's own generator instead: it reads the evaluation
+  distribution's layout at length ``L`` (not an L_train-only forecast, hence its name).
 
 The forecast at distance ``d`` (context ``L = max(64, d + 2N + 1)``, query ``i`` one of the ``N`` query slots,
 target ``j* = i − d + o``): ``T`` stylized contexts.  Each takes a measured (query, target) pair, ``BOS`` at 0 and,
-at every position ``t = 1 … i``, a token from the token process (``unigram``, ``markov``, or ``task``: the
-task's own sequence at distance ``d``, the generator's layout) and one measured position holding that token,
+at every position ``t = 1 … i``, a token from the token process (``unigram``, ``markov``, or ``task-layout``:
+the task's own sequence at distance ``d``, the generator's layout) and one measured position holding that token,
 whose key is the haystack key at ``t`` and whose step is ``M_t``; the keys are transported to the query along
 these routes
 (:math:`s_{ij} = q_iᵀ P_{j→i} k_j/√d_h` plus the head's bias).  The predicted accuracy is the probability that
@@ -51,7 +52,7 @@ __all__ = ["SHORT_DISTANCES", "PSEUDOCOUNT", "VERSIONS", "HeadRecord", "measure"
 
 SHORT_DISTANCES = (16, 32, 47)  # distance layouts that fit in L_train = 64 with 8 pairs (d ≤ L − 2N − 1)
 N_SHORT = 64  # sequences per short distance
-VERSIONS = ("unigram", "markov", "task")  # the token process of the step law
+VERSIONS = ("unigram", "markov", "task-layout")  # the token process of the step law
 PSEUDOCOUNT = 1e-3  # added to every bigram count among the tokens seen (the chain must be irreducible)
 
 
@@ -213,8 +214,8 @@ def _logits(rec: HeadRecord, q: np.ndarray, keys: np.ndarray, steps: np.ndarray)
 
 def _labels(version: str, law, seen: np.ndarray, task: RecallTask, rng: np.random.Generator, T: int, L: int,
             n_pairs: int, d: int, i: int) -> np.ndarray:
-    """``(T, i)`` token labels of positions ``1 … i``: drawn from the fitted token law, or (``task``) the task's own
-    sequences at distance ``d`` (:func:`.recall.make_batch`)."""
+    """``(T, i)`` token labels of positions ``1 … i``: drawn from the fitted token law, or (``task-layout``) the task's
+    own sequences at distance ``d`` (:func:`.recall.make_batch`)."""
     if version in ("unigram", "markov"):
         return np.asarray(law.sample_tokens(rng, (T, i)))
     x, _ = make_batch(task, rng, T, L, n_pairs, d)

@@ -4,15 +4,20 @@ Per (variant, seed): the checkpoint of :mod:`.recall_sweep`'s run (retrained wit
 and seed when it is not on disk, then saved under ``checkpoints/recall/``; training is deterministic on a
 thread, and the retrained run's step count is compared with the committed one), :func:`.recall_forecast.measure`
 on inputs of length ``L_train``, and :func:`.recall_forecast.forecast_accuracy` at every distance of the sweep
-for each token process of :data:`.recall_forecast.VERSIONS` (unigram, Markov, the task's own sequences).
+for each token process of :data:`.recall_forecast.VERSIONS` (unigram, Markov, the task's own sequences:
+``task-layout``).
 
-**Rule, fixed before any forecast was looked at.**  Horizons are the first grid distance with accuracy
-``< 0.5`` (the seed mean; :func:`.recall_report.horizon`); a horizon beyond the grid counts as
-:data:`CENSORED` (twice the longest distance).  A variant's forecast *holds* when its predicted horizon is
-within a factor 2 of the measured one.  Overall, the forecast beats a null when its mean absolute
-``ln`` error of the horizon over the variants is below the null's: ``keeps`` ("retrieval keeps its 1×
-accuracy": horizon :data:`CENSORED`) and ``falls`` ("falls to chance at ``L_train``": the first distance past
-``L_train``).  The token process kept is the one with the smaller error (both are reported).
+**Rule.**  Horizons are the first grid distance with accuracy ``< 0.5`` (the seed mean;
+:func:`.recall_report.horizon`); a horizon beyond the grid counts as :data:`CENSORED` (twice the longest
+distance).  The forecast scored is the one of the **Markov** token process (:data:`SCORED`), fixed by a rule that
+reads no horizon, measured or forecast: of the token processes fitted on the ``L_train`` streams alone, the one
+that nests the other (its bigram transitions carry the unigram frequencies as their stationary law); the
+``task-layout`` process reads the evaluation distribution's layout and is reported, never scored.  A variant's
+forecast *holds* when its predicted horizon is within a factor 2 of the measured one.  Overall, the forecast beats
+a null when its mean absolute ``ln`` error of the horizon over the variants is below the null's: ``keeps``
+("retrieval keeps its 1× accuracy": horizon :data:`CENSORED`) and ``falls`` ("falls to chance at ``L_train``":
+the first distance past ``L_train``).  Every process's skill ``1 − error / null error`` is reported against both
+nulls with a 95% percentile bootstrap interval over the variants (:data:`N_BOOT` draws).
 """
 
 from __future__ import annotations
@@ -31,10 +36,16 @@ from .recall_forecast import SHORT_DISTANCES, VERSIONS, forecast_accuracy, measu
 from .recall_report import L_TRAIN, horizon, table
 from .recall_sweep import DEFAULT_DISTANCES, MAX_STEPS, RESULTS_PATH, STOP_ACC, VARIANTS_RECALL
 
-__all__ = ["CENSORED", "FORECAST_PATH", "checkpoint_for", "trained_model", "forecast_run", "judge",
+__all__ = ["CENSORED", "SCORED", "N_BOOT", "skill_interval", "FORECAST_PATH", "checkpoint_for", "trained_model", "forecast_run", "judge",
            "run_forecasts"]
 
 CENSORED = 2 * max(DEFAULT_DISTANCES)
+#: the token process whose forecast is scored (the rule in the module docstring)
+SCORED = "markov"
+#: bootstrap draws of the skill intervals
+N_BOOT = 4000
+#: token processes saved under an earlier name (read back under the current one)
+RENAMED = {"task": "task-layout"}
 FORECAST_PATH = RESULTS_PATH.with_name("recall_forecast.json")
 
 
@@ -108,24 +119,59 @@ def judge(runs: Sequence[dict], measured: dict) -> dict:
             errs[k].append(row[k]["ln_error"] if k in VERSIONS else row["null_ln_error"][k])
         per.append(row)
     mae = {k: float(np.mean(e)) if e else None for k, e in errs.items()}
-    kept = min(VERSIONS, key=lambda v: mae[v])
-    skill = {n: (1.0 - mae[kept] / mae[n]) if mae[n] else None for n in ("keeps", "falls")}
-    return {"rule": __doc__.split("**Rule, fixed before any forecast was looked at.**")[1].strip(),
-            "censored": CENSORED, "falls_horizon": past, "variants": per, "mae_ln_horizon": mae, "kept": kept,
-            "skill": skill, "n_holding": sum(r[kept]["holds"] for r in per), "n_variants": len(per),
-            "beats_both_nulls": all(mae[kept] < mae[n] for n in ("keeps", "falls"))}
+    skill = {x: {n: skill_interval(errs[x], errs[n]) for n in ("keeps", "falls")} for x in VERSIONS}
+    return {"rule": __doc__.split("**Rule.**")[1].strip(), "scored": SCORED,
+            "censored": CENSORED, "falls_horizon": past, "variants": per, "mae_ln_horizon": mae,
+            "skill": skill, "n_holding": sum(r[SCORED]["holds"] for r in per), "n_variants": len(per),
+            "beats_both_nulls": all(mae[SCORED] < mae[n] for n in ("keeps", "falls"))}
+
+
+def skill_interval(err: Sequence[float], null: Sequence[float], n_boot: int = N_BOOT, seed: int = 0) -> dict:
+    """Skill ``1 − mean(err)/mean(null)`` over variants with a 95% percentile bootstrap interval (variants resampled
+    with replacement, the forecast and the null paired); resamples whose null error is 0 are left out and counted."""
+    e, n0 = np.asarray(err, float), np.asarray(null, float)
+    if e.size == 0 or n0.sum() <= 0:
+        return {"skill": None, "ci_low": None, "ci_high": None, "n_variants": int(e.size), "n_boot": n_boot,
+                "n_undefined": n_boot}
+    idx = np.random.default_rng(seed).integers(0, e.size, size=(n_boot, e.size))
+    den = n0[idx].mean(1)
+    ok = den > 0
+    boot = 1.0 - e[idx].mean(1)[ok] / den[ok]
+    lo, hi = np.percentile(boot, [2.5, 97.5])
+    return {"skill": float(1.0 - e.mean() / n0.mean()), "ci_low": float(lo), "ci_high": float(hi),
+            "n_variants": int(e.size), "n_boot": n_boot, "n_undefined": int((~ok).sum())}
+
+
+def _renamed(run: dict) -> dict:
+    """A saved run with its token processes under their current names (:data:`RENAMED`)."""
+    fc = run.get("forecast")
+    if isinstance(fc, dict):
+        run["forecast"] = {RENAMED.get(k, k): v for k, v in fc.items()}
+    return run
+
+
+def _runs_problem(saved: dict) -> str | None:
+    """Why a saved forecast's ``runs`` cannot be resumed from (``None``: they can)."""
+    runs = saved["runs"]
+    ok = isinstance(runs, list) and all(isinstance(r, dict) and isinstance(r.get("variant"), str)
+                                        and isinstance(r.get("seed"), int) for r in runs)
+    return None if ok else "'runs' is not a list of runs with a variant and a seed"
 
 
 def run_forecasts(variants: Sequence[str] = VARIANTS_RECALL, seeds: Sequence[int] = (0, 1, 2),
-                  trials: int = 256, path: Path = FORECAST_PATH, log=print) -> dict:
-    """Forecast every (variant, seed), judge against the sweep's measurement, write ``path`` after each run."""
+                  trials: int = 256, path: Path = FORECAST_PATH, log=print, sweep_path: Path = RESULTS_PATH) -> dict:
+    """Forecast every (variant, seed), judge against the sweep's measurement (``sweep_path``), write ``path`` after
+    each run."""
     import json
 
-    sweep = json.loads(RESULTS_PATH.read_text())
+    sweep = json.loads(Path(sweep_path).read_text())
     measured = table(sweep)
     steps_sweep = {(r["variant"], r["seed"]): r["train"]["steps"] for r in sweep["runs"]}
-    old = json.loads(path.read_text()) if path.exists() else {}
-    runs = [r for r in old.get("runs", []) if r["variant"] in variants and r["seed"] in seeds and r.get("trials") == trials]
+    from .readers import read_cache
+
+    old = read_cache(path, "recall-forecast", need=("runs",), check=_runs_problem) or {}  # resume state: recomputable
+    runs = [_renamed(r) for r in old.get("runs", []) if r["variant"] in variants and r["seed"] in seeds
+            and r.get("trials") == trials]
     done = {(r["variant"], r["seed"]) for r in runs}
     for s in seeds:
         for v in variants:

@@ -9,10 +9,11 @@ below 0.5 (``None``: never up to the longest distance).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
+
+from .readers import read_json
 
 __all__ = ["N_PAIRS", "table", "horizon", "plot_recall", "summary_lines"]
 
@@ -57,7 +58,7 @@ def plot_recall(path: Path, out_png: Path) -> Path:
     value-guessing marked, L_train dashed; PNG and PDF in the project theme."""
     from stylized.harness import plotting as sp
 
-    data = json.loads(Path(path).read_text())
+    data = read_json(path, "recall")
     tab = table(data)
     base = data.get("baselines", {})
     with sp.theme():

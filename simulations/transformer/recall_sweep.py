@@ -134,11 +134,22 @@ def run_variant(variant: str, seed: int = 0, distances: Sequence[int] = DEFAULT_
 
 
 def load_results(path: Path) -> dict:
-    """The results file's content (an empty ``runs`` list when it does not exist)."""
+    """The results file's content (an empty ``runs`` list when it does not exist); a damaged file is refused in one
+    line naming it (:func:`.readers.read_json`: hours of training, never silently recomputed or copied on)."""
+    from .readers import read_json
+
     path = Path(path)
     if not path.exists():
         return {"runs": []}
-    return json.loads(path.read_text())
+    return read_json(path, "recall", need=("runs",), check=_runs_problem)
+
+
+def _runs_problem(saved: dict) -> str | None:
+    runs = saved["runs"]
+    ok = isinstance(runs, list) and all(isinstance(r, dict) and isinstance(r.get("variant"), str)
+                                        and isinstance(r.get("seed"), int) and isinstance(r.get("rows"), list)
+                                        for r in runs)
+    return None if ok else "'runs' is not a list of runs, each with a variant, a seed and rows"
 
 
 def find_run(data: Mapping, variant: str, seed: int, settings: Mapping) -> dict | None:

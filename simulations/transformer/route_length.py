@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["EPS", "STARTS", "GRID_POINTS", "random_windows", "measured_windows", "checkpoint_windows",
-           "route_length_result", "run_dir", "result_path", "run_route_length", "plot_route_length",
-           "route_length_section"]
+           "missing_checkpoints", "route_length_result", "run_dir", "result_path", "run_route_length", "plot_route_length",
+           "route_length_section", "cmd_route_length"]
 
 EPS = 0.05  # the probe's ε (probe.WINDOW_EPS): a plane has mixed when its mean correlation is below 5%
 STARTS = 10_000
@@ -139,6 +139,16 @@ def result_path(root: Path, preset: str) -> Path:
     return run_dir(root, preset) / f"route_length_{preset}.json"
 
 
+def missing_checkpoints(root: Path, preset: str = "cpu") -> list[tuple[str, int]]:
+    """The learned (variant, seed) runs of the preset's comparison whose checkpoint is not on disk."""
+    from .train import checkpoint_path
+
+    where = run_dir(root, preset)
+    seeds = json.loads((where / f"{preset}_compare.json").read_text())["params"]["seeds"]
+    return [(v, int(s)) for v in ("learned-qk", "learned-qkv") for s in seeds.get(v, [])
+            if not checkpoint_path(preset, v, int(s), None if preset == "cpu" else where).exists()]
+
+
 def run_route_length(root: Path, preset: str = "cpu", *, train_missing: bool = True, log=print) -> dict:
     """Windows of every random and learned variant of the committed comparison of ``preset``
     (``<run dir>/<preset>_compare.json``, :func:`run_dir`).  A missing learned checkpoint is retrained (same preset,
@@ -147,6 +157,7 @@ def run_route_length(root: Path, preset: str = "cpu", *, train_missing: bool = T
     from .data import load_corpus
     from .evaluate import eval_cache_path
     from .model import GPT
+    from .readers import read_json
     from .train import checkpoint_path, make_configs, train
 
     where = run_dir(root, preset)
@@ -179,7 +190,9 @@ def run_route_length(root: Path, preset: str = "cpu", *, train_missing: bool = T
                 log(f"[route-length] training {v} seed {s}")
                 train(v, preset, seed=int(s), resume=True, ckpt=path, corpus=corpus, progress=False, device="cpu")
             w, digest = checkpoint_windows(path, np.asarray(corpus.val), L_max)
-            cached = json.loads(eval_cache_path(path).read_text())["key"]["weights"]
+            cached = read_json(eval_cache_path(path), "checkpoint", need=("key",),
+                               check=lambda d: None if isinstance(d["key"], dict) and isinstance(
+                                   d["key"].get("weights"), str) else "no weights digest in its key")["key"]["weights"]
             if digest != cached:  # not the run whose ratios the comparison holds: its windows would not be its own
                 excluded.append({"variant": v, "seed": int(s), "weights": digest, "evaluated_weights": cached,
                                  "median_window": float(np.median(w)), "share_mixed_longest": float(np.mean(w <= L_max))})
@@ -239,7 +252,9 @@ def route_length_section(directory: Path, preset: str = "cpu") -> list[str]:
     path = result_path(Path(directory) / "transformer", preset)
     if not path.exists():
         return []
-    r = json.loads(path.read_text())
+    from .readers import read_json
+
+    r = read_json(path, "route-length")
     fig = "figures/transformer_route_length.png" if preset == "cpu" else \
         f"simulations/results/transformer/runs/{preset}/transformer_route_length.png"
     lines = [f"### The comparison against route length over the measured mixing windows ({preset} preset)", "",
@@ -271,3 +286,38 @@ def route_length_section(directory: Path, preset: str = "cpu") -> list[str]:
         lines += ["", "Not on disk when this was run (left out): " + ", ".join(
             f"{m['variant']} seed {m['seed']}" for m in r["missing"]) + "."]
     return lines + [""]
+
+
+def cmd_route_length(args) -> int:
+    """``stylized transformer route-length``: windows, the result, its figure and its section (:mod:`.canonical`:
+    ``--no-train`` with a checkpoint missing writes under ``exploratory/``)."""
+    from stylized.core.errors import InvalidInput
+    from stylized.harness.results import atomic_write_text, figures_dir, to_jsonable
+
+    from .canonical import destination
+    from .fileio import check_dir
+    from .readers import read_json
+    from .train import results_root
+
+    preset = args.preset
+    where = run_dir(results_root(), preset)
+    compare = where / f"{preset}_compare.json"
+    if not compare.exists():
+        raise InvalidInput(f"--preset: no committed {preset} comparison (run `stylized transformer compare --preset "
+                           f"{preset}` first)")
+    read_json(compare, "--preset", need=("params", "rows"))  # a damaged comparison: one line naming it
+    gone = missing_checkpoints(results_root(), preset) if args.no_train else []
+    dest = destination("route-length", args, root=where, figures=figures_dir() if preset == "cpu" else where,
+                       incomplete=f"--no-train with {len(gone)} learned checkpoint(s) missing"
+                       if gone else None)
+    out = result_path(results_root(), preset) if dest.canonical else dest.root / f"route_length_{preset}.json"
+    fig = dest.figures / "transformer_route_length.png"
+    check_dir(out.parent, "results")
+    check_dir(fig.parent, "figures/")
+    res = run_route_length(results_root(), preset, train_missing=not args.no_train)
+    atomic_write_text(out, json.dumps(to_jsonable(res), indent=1) + "\n")
+    fig = plot_route_length(res, fig)
+    if dest.canonical:
+        print("\n".join(route_length_section(results_root().parent, preset)))
+    print(f"wrote {out} and {fig}")
+    return 0

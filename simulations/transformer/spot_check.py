@@ -84,7 +84,7 @@ def spot_check(variant: str = "rope", seed: int = 0, preset: str = "cpu", scratc
         shutil.copyfile(eval_cache_path(checkpoint_path(preset, variant, seed)), cache)
     _, _, ecfg = make_configs(variant, preset)
     rows = []
-    for r in evaluate_checkpoint(ckpt, ecfg, seed=seed):
+    for r in evaluate_checkpoint(ckpt, ecfg, seed=seed, progress=progress):
         c = committed.get(int(r["multiple"]))
         if c is None:
             continue

@@ -89,11 +89,46 @@ def load_bpe(path: str | os.PathLike):
     return _require().Tokenizer.from_file(str(path))
 
 
+#: a text the cached tokenizer must give back unchanged (byte-level BPE is lossless)
+_ROUND_TRIP = "def f(x):\n\treturn 'é' + x  # ∑ 1e-3\n"
+
+
+def bpe_problem(path: str | os.PathLike, vocab: int):
+    """(the tokenizer saved at ``path``, ``None``) or (``None``, why it is not a byte-level BPE of at most
+    ``vocab`` tokens with ``<|endoftext|>`` that gives a text back unchanged)."""
+    _require()
+    try:
+        tok = load_bpe(path)
+        n = tok.get_vocab_size()
+        if not 257 <= n <= vocab:
+            return None, f"its vocabulary has {n} tokens, not 257 to {vocab}"
+        if tok.token_to_id(EOT) is None:
+            return None, f"it has no {EOT} token"
+        if tok.decode(tok.encode(_ROUND_TRIP).ids) != _ROUND_TRIP:
+            return None, "decoding an encoded text does not give it back (not a byte-level BPE)"
+    except Exception as e:  # tokenizers raises a bare Exception on a damaged file
+        first = str(e).splitlines()[0][:100] if str(e) else type(e).__name__
+        return None, f"not a tokenizer file: {''.join(c if c.isprintable() else ' ' for c in first)}"
+    return tok, None
+
+
 def get_bpe(texts: Iterable[str] | None, vocab: int, key: str, root: str | os.PathLike | None = None):
-    """The cached BPE ``bpe-<key>.json``, trained from ``texts`` on a miss; returns (tokenizer, path, hit)."""
+    """The cached BPE ``bpe-<key>.json``, trained from ``texts`` on a miss; returns (tokenizer, path, hit).
+
+    The cached file is checked (:func:`bpe_problem`); an unusable one is named in one line and retrained
+    (refused, :class:`~stylized.InvalidInput`, when there is no ``texts`` to retrain it from)."""
+    import sys
+
+    from stylized.core.errors import InvalidInput
+
     path = cache_dir(root) / f"bpe-{key}.json"
     if path.exists():
-        return load_bpe(path), path, True
+        tok, why = bpe_problem(path, vocab)
+        if tok is not None:
+            return tok, path, True
+        if texts is None:
+            raise InvalidInput(f"tokenizer: {path} is unusable ({why}); delete it to retrain it")
+        print(f"[data] {path}: unusable tokenizer ({why}); retraining it", file=sys.stderr, flush=True)
     if texts is None:
         raise FileNotFoundError(f"no cached tokenizer {path}")
     return train_bpe(texts, vocab, path), path, False

@@ -17,7 +17,9 @@ Each row reports ``Δ = mean m_A − mean m_B`` with its Welch 95% interval (Wel
 degrees of freedom) and the p-value.  ALiBi "flat": the one-sample t interval (95%) of
 ``mean m_alibi``, mapped by ``exp``, inside ``[1/1.25, 1.25]`` agrees, entirely outside it
 contradicts, otherwise undecided.  Every row uses every seed it is given.  The C6 row holds when
-no row contradicts.  The rule's level and power are measured in :mod:`.verdict_level`.
+no row contradicts.  The rule's level and power are measured in :mod:`.verdict_level`.  Beside each row's
+verdict, :mod:`.magnitude` reads the same interval against the paper's own Δ at the same absolute length (*contradicts
+the paper's magnitude* when it excludes it), with that verdict's level measured under the same null.
 
 :func:`pooled_log_ratio` (the paired window-and-seed bootstrap the previous rule used) stays for
 the far-context and combined-variant summaries, which report intervals, not verdicts.

@@ -1,7 +1,8 @@
 """The ``stylized`` command line: ``check``, ``figures``, ``transformer``, ``bench``.
 
 ``stylized check --list``                       every check with its options and defaults
-``stylized check NAME [--opt v …] [--json]``    one check with your parameters
+``stylized check NAME [--opt v …] [--json]``    one check with your parameters (and its false-rejection rate)
+``stylized check NAME --seeds N``               one verdict over N seeds at a stated level (:mod:`.seeds`)
 ``stylized check --all``                        every check at its defaults → results + paper_checks.md
 ``stylized figures [NAME … | --all]``           regenerate figures from the results (running what is missing)
 
@@ -58,10 +59,14 @@ from .validate import checked_falsify, checked_sweep, package_present, validatio
 __all__ = ["main", "build_parser"]
 
 SEED = Int(0, 2**32 - 1)
+SEEDS = Int(1, 1000)
 
 
 def _add_common(p: argparse.ArgumentParser, backends) -> None:
     p.add_argument("--seed", type=arg_type(SEED), default=0, help=f"random seed, {SEED.describe()} (default 0)")
+    p.add_argument("--seeds", type=arg_type(SEEDS), default=1, metavar="N",
+                   help=f"run seeds SEED … SEED+N−1 and give one verdict over them at a stated false-rejection rate "
+                        f"(stylized.cli.seeds), {SEEDS.describe()} (default 1)")
     p.add_argument("--backend", default="numba",  # validated in _cmd_check (one line, exit 2)
                    help=f"array backend: {', '.join(backends)} (default numba)")
     p.add_argument("--dry-run", action="store_true", help="validate the options and print the parameters as JSON; run nothing")
@@ -107,6 +112,7 @@ def build_parser(load: str | None = None) -> argparse.ArgumentParser:
         cp = csub.add_parser(check.name, help=about, description=about)
         for o in check.options:
             action = cp.add_argument(o.flag, dest=o.name, default=None, metavar=o.name.upper(),
+                                     action="append" if getattr(o.spec, "repeatable", False) else "store",
                                      help=f"{o.help}; {o.allowed() or 'any'} (default {o.default})".replace("%", "%%"))
             action.spec = o.spec  # named in the one-line error for a value argparse takes for a flag
         _add_common(cp, check.backends)
@@ -144,6 +150,9 @@ def build_parser(load: str | None = None) -> argparse.ArgumentParser:
     ps = add_sweep(sub)
     run_sweep = ps.get_default("func")
     ps.set_defaults(func=lambda a: checked_sweep(a, run_sweep))  # everything validated before the sweep's work
+    from .premises import add_parser as add_premises
+
+    add_premises(sub)  # stylized premises --family LAW --d D
     parser.missing_plugins = _add_plugin_commands(sub, load)  # last: a plugin never shadows a built-in command
     return parser
 
@@ -177,7 +186,10 @@ def _fail(msg: str) -> int:
 
 def _verdict_line(r: dict) -> str:
     state = "REPORTED (a measurement, no verdict)" if r["holds"] is None else "HOLDS" if r["holds"] else "DOES NOT HOLD"
-    return f"{r['paper_claim']} {r['claim']}: {state}   ({r['seconds']:.2f} s)"
+    frr = r.get("false_rejection")
+    rate = (f"; false-rejection rate {100 * frr['rate']:.1f}% over {frr['n_seeds']} seeds" if frr and r["holds"] is not None
+            else "")
+    return f"{r['paper_claim']} {r['claim']}: {state}   ({r['seconds']:.2f} s{rate})"
 
 
 def _print_result(r: dict, verbose: bool = False) -> None:
@@ -186,39 +198,25 @@ def _print_result(r: dict, verbose: bool = False) -> None:
     import shutil
     import textwrap
 
+    from .seeds import frr_sentence
     from .table import compact_table, table
 
     print(_verdict_line(r))
     h = r.get("headline", {})
+    width = shutil.get_terminal_size((120, 24)).columns
     if h.get("verdict"):
-        print(h["verdict"] if verbose else textwrap.fill(h["verdict"], shutil.get_terminal_size((120, 24)).columns))
+        print(h["verdict"] if verbose else textwrap.fill(h["verdict"], width))
+    if r["holds"] is not None:
+        print(textwrap.fill(frr_sentence(r.get("false_rejection")), width))
     print(table(r["rows"]) if verbose else compact_table(r["rows"]))
-
-
-def _list_laws() -> None:
-    """The registered step laws (``--family`` takes any of them, or ``package.module:Factory``)."""
-    from ..laws.registry import law_names, resolve_law
-
-    print("step laws (--family NAME, or package.module:Factory; installed packages add laws under the "
-          "'stylized.laws' entry-point group):")
-    for name in law_names():
-        try:
-            doc = (resolve_law(name).__doc__ or "").strip().splitlines()[0]
-        except (ValueError, IndexError):
-            doc = ""
-        print(f"    {name:<14} {doc}")
 
 
 def _cmd_check(args) -> int:
     checks = load_checks()
     if args.list:
-        for c in checks.values():
-            print(f"{c.name}  [{c.claim}]  {c.statement}")
-            for o in c.options:
-                print(f"    {o.flag:<14} {str(o.default):<24} {o.help}; {o.allowed() or 'any'}")
-            print(f"    {'--seed':<14} {'0':<24} random seed")
-            print(f"    {'--backend':<14} {'numba':<24} {', '.join(c.backends)}")
-        _list_laws()
+        from .list_cache import print_listing
+
+        print_listing(checks)
         return 0
     if args.all:
         return _run_all(checks, force=args.force, backend=args.all_backend, quiet=args.quiet, strict=args.strict)
@@ -245,21 +243,30 @@ def _cmd_check(args) -> int:
         canonical = is_canonical(check, given, args.seed, args.backend)
         out_dir = results_dir() if canonical else _run_dir(check.name, given, args.seed, args.backend)
         check_writable(out_dir)
+    if args.seeds > 1 and args.save:
+        raise InvalidInput("--seeds: not with --save or --out (each seed's run is exploratory; save one seed at a time)")
+    if args.seed + args.seeds - 1 > SEED.hi:
+        raise InvalidInput(f"--seeds: SEED + N − 1 must be ≤ {SEED.hi}, got {args.seed} + {args.seeds} − 1")
     if args.dry_run:
-        json.dump({"claim": check.name, "params": {**params, "seed": args.seed, "backend": args.backend}}, sys.stdout)
+        json.dump({"claim": check.name, "params": {**params, "seed": args.seed, "backend": args.backend},
+                   **({"seeds": args.seeds} if args.seeds > 1 else {})}, sys.stdout)
         sys.stdout.write("\n")
         return 0
     progress = not (args.no_progress or args.quiet)
-    if check.external:  # it reads what another command wrote: a result that is not there is not a bug here
-        with validation():
-            result = run_check(check, given, seed=args.seed, backend=args.backend, progress=progress)
-    else:
-        result = run_check(check, given, seed=args.seed, backend=args.backend, progress=progress)
+    if args.seeds > 1:
+        from .seeds import check_seeds
+
+        return check_seeds(check.name, range(args.seed, args.seed + args.seeds), args, _verdict_line,
+                           lambda seed: _run_one(check, given, params, seed, args.backend, progress))
+    result = _run_one(check, given, params, args.seed, args.backend, progress)
     if args.save:
         path = save_result(result, out_dir)
         if not args.quiet:
             print(f"saved {path}" + ("" if out_dir == results_dir() else " (exploratory: not the paper's result)"),
                   file=sys.stderr)
+    from .seeds import false_rejection
+
+    result["false_rejection"] = false_rejection(check.name)  # shown, not saved: the committed falsify result's
     if args.json:
         json.dump(result, sys.stdout)
         sys.stdout.write("\n")
@@ -268,6 +275,16 @@ def _cmd_check(args) -> int:
     else:
         _print_result(result, verbose=args.verbose)
     return 0 if result["holds"] or result["holds"] is None else 1  # a reported measurement has no claim to fail
+
+
+def _run_one(check, given: dict, params: dict, seed: int, backend: str, progress: bool) -> dict:
+    if check.external:  # it reads what another command wrote: a result that is not there is not a bug here
+        with validation():
+            return run_check(check, given, seed=seed, backend=backend, progress=progress)
+    from ..laws.trust import user_code, user_files  # here: importing the laws costs a second at start-up
+
+    with user_code(user_files(params.get("family"))):  # a user's law failing mid-run: one line naming --family
+        return run_check(check, given, seed=seed, backend=backend, progress=progress)
 
 
 def _run_dir(name: str, given: dict, seed: int, backend: str):
@@ -291,6 +308,7 @@ def _run_all(checks, *, force: bool, backend: str, quiet: bool = False, strict: 
     ``quiet``: only the tally line.
     """
     from ..harness.report import paper_checks_path
+    from .seeds import false_rejection
 
     clock = Stopwatch()
     check_writable(results_dir())  # every destination proven before any work
@@ -307,6 +325,8 @@ def _run_all(checks, *, force: bool, backend: str, quiet: bool = False, strict: 
             save_result(r)
             note = f"{r['seconds']:.1f} s"
         held += bool(r["holds"])
+        frr = false_rejection(check.name)  # the committed falsify result's (stylized.cli.seeds)
+        note += f"; false-rejection rate {100 * frr['rate']:.1f}% over {frr['n_seeds']} seeds" if frr else ""
         say(f"{check.claim} {check.name}: {'holds' if r['holds'] else 'DOES NOT HOLD'} ({note})", flush=True)
     external: dict[str, bool | None | str] = {}  # name → holds (True/False), None (reported) or "not run"
     for check in (c for c in load_checks(external=True).values() if c.external):
@@ -373,6 +393,12 @@ def _internal_error(e: BaseException, argv: list[str]) -> int:
 
 
 def _main(argv: list[str]) -> int:
+    if argv == ["check", "--list"]:  # from the cache while no source changed (.list_cache)
+        from .list_cache import read_listing
+
+        if (text := read_listing()) is not None:
+            sys.stdout.write(text)
+            return 0
     parser = build_parser(load=argv[0] if argv else "")
     if argv and argv[0] in parser.missing_plugins:  # before parsing: the plugin's own options are unknown here
         return _fail(parser.missing_plugins[argv[0]])

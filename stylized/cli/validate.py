@@ -39,6 +39,11 @@ def checked_sweep(args, run) -> int:
         check, _ = validate_sweep(args.check, grid)
     if args.scheduler and importlib.util.find_spec("distributed") is None:
         raise InvalidInput("--scheduler: needs dask.distributed (pip install -e '.[dask]')")
+    if args.scheduler is not None:
+        from ..harness.sweep import check_scheduler
+
+        with validation():  # a malformed or unreachable address: one line, exit 2, before any work
+            check_scheduler(args.scheduler, probe=not args.dry_run)
     if not args.dry_run:
         check_writable(Path(args.out or Path("sweeps") / check.name), "--out")
     return run(args)

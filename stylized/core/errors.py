@@ -9,15 +9,17 @@ Three kinds of failure are told apart (``stylized check``, ``stylized.run``):
 * **anything else** (a ``ValueError`` raised while a check runs included): an internal error; the CLI prints
   one line and keeps the traceback in a file, exit status 3.
 
-``InvalidInput`` subclasses ``ValueError``, so ``except ValueError`` keeps catching bad input.
+``InvalidInput`` subclasses ``ValueError``, so ``except ValueError`` keeps catching bad input.  A step law that is
+not what it claims (a user's module that cannot be imported, a factory that raises or returns no law, draws that are
+NaN, complex, wrongly shaped or not orthogonal) is :class:`InvalidLaw`, a kind of bad input naming ``--family``.
 
->>> issubclass(InvalidInput, ValueError)
-True
+>>> issubclass(InvalidInput, ValueError), issubclass(InvalidLaw, InvalidInput)
+(True, True)
 """
 
 from __future__ import annotations
 
-__all__ = ["InvalidInput"]
+__all__ = ["InvalidInput", "InvalidLaw"]
 
 
 class InvalidInput(ValueError):
@@ -26,6 +28,12 @@ class InvalidInput(ValueError):
 
 
 InvalidInput.__module__ = "stylized"  # shown (tracebacks, doctests) by its public name, stylized.InvalidInput
+
+
+class InvalidLaw(InvalidInput):
+    """A step law refused before use (:mod:`stylized.laws.trust`): its module, factory or ``sample`` raised (any
+    exception, ``SystemExit`` and ``KeyboardInterrupt`` included), it built no law, or its draws are not what it
+    declares; the message is one line naming the property (``--family: …`` on the command line)."""
 
 
 def save_traceback(exc: BaseException, argv: list[str] | None = None) -> str:

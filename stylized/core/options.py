@@ -39,7 +39,7 @@ from typing import Any
 
 from .errors import InvalidInput
 
-__all__ = ["Spec", "Int", "Float", "IntList", "FloatList", "Choice", "Choices", "Bool", "Text", "spec_of",
+__all__ = ["Spec", "LawRange", "Int", "Float", "IntList", "FloatList", "Choice", "Choices", "Bool", "Text", "spec_of",
            "WORK_FACTOR", "MAX_LIST", "check_work", "work_estimate", "arg_type", "fmt_num", "arg_int", "arg_real",
            "arg_reals", "OptionParser", "one_line"]
 
@@ -253,6 +253,18 @@ def Float(lo: float | None = None, hi: float | None = None, *, lo_open: bool = F
           optional: bool = False) -> Spec:
     """A finite number in ``[lo, hi]`` (``lo_open``/``hi_open``: strict)."""
     return Spec("float", lo, hi, lo_open, hi_open, optional=optional)
+
+
+@dataclass(frozen=True)
+class LawRange(Spec):
+    """A built-in law's parameter (``--omega``, ``--p``, …): any finite number when parsed; the built-in law's own
+    range ``strict`` applies only to a run of that law (``law``), never to a user's law that takes the parameter."""
+
+    strict: Spec | None = None
+    law: str = ""
+
+    def describe(self) -> str:
+        return f"{self.strict.describe() if self.strict else 'a number'} for {self.law} (any finite number otherwise)"
 
 
 def IntList(lo: int | None = None, hi: int | None = None, *, size: bool = False, max_len: int = MAX_LIST,

@@ -60,6 +60,23 @@ def softmax(logits: np.ndarray, axis: int = -1) -> np.ndarray:
 
     Raises ``ValueError`` for NaN or ``+inf`` logits, and for a row whose logits are all ``−inf``
     (every key masked: the softmax is undefined there, not NaN).
+
+    Parameters
+    ----------
+    logits : array_like
+        Real logits (``−inf`` masks a key), non-empty.
+    axis : int, default -1
+        The axis of the keys.
+
+    Returns
+    -------
+    numpy.ndarray
+        The weights ``α``, summing to 1 along ``axis``.
+
+    Examples
+    --------
+    >>> softmax([0.0, 1.0, 2.0]).round(4)
+    array([0.09  , 0.2447, 0.6652])
     """
     x = check_logits(logits)
     if x.size == 0:
@@ -71,7 +88,25 @@ def softmax(logits: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 def alibi_bias(n: np.ndarray, m: float) -> np.ndarray:
-    """ALiBi bias ``b = −m·n`` for route lengths ``n = i − j`` (slope ``m ≥ 0``)."""
+    """ALiBi bias ``b = −m·n`` for route lengths ``n = i − j`` (slope ``m ≥ 0``).
+
+    Parameters
+    ----------
+    n : array_like
+        Route lengths ``n ≥ 0``.
+    m : float
+        Slope ``m ≥ 0``, finite.
+
+    Returns
+    -------
+    numpy.ndarray
+        The bias added to each logit.
+
+    Examples
+    --------
+    >>> alibi_bias([0, 1, 4], m=0.5)
+    array([-0. , -0.5, -2. ])
+    """
     m = arg_real("m (ALiBi slope)", m, 0)
     if not (m >= 0 and math.isfinite(m)):
         raise ValueError(f"m (ALiBi slope) must be a finite number ≥ 0, got {m!r}")
@@ -88,6 +123,28 @@ def far_mass(logits: np.ndarray, D: int) -> np.ndarray:
     real numbers or ``-inf`` (a masked key); a row whose logits are all ``-inf`` (every key masked) has no
     softmax, so its far mass is undefined and refused with a ``ValueError`` naming the mask (as :func:`softmax`
     does).  A row whose far keys alone are all masked has ``ρ_D = 0``.  ``D ≥ 0`` an integer; ``D ≥ L`` gives 0.
+
+    Parameters
+    ----------
+    logits : array_like
+        Logits indexed by route length ``n = 0, 1, …`` along the last axis (``−inf`` masks a key).
+    D : int
+        The near/far threshold: routes ``n ≥ D`` are far.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``ρ_D`` per row (the logits' shape without the last axis).
+
+    Examples
+    --------
+    The corner of the C4 bound: ``K = 4`` near logits at ``+λ``, ``M_L = 1000`` far ones at ``−λ``, ``λ = 4``,
+    gives exactly ``M_L/(M_L + K e^{2λ})``:
+
+    >>> import numpy as np
+    >>> logits = np.r_[np.full(4, 4.0), np.full(1000, -4.0)]
+    >>> round(float(far_mass(logits, D=4)), 4)
+    0.0774
     """
     x = check_logits(logits)
     D = arg_int("D", D, 0)
@@ -105,7 +162,38 @@ def far_mass(logits: np.ndarray, D: int) -> np.ndarray:
 def scores(
     family: StepFamily, steps: np.ndarray, q: np.ndarray, keys: np.ndarray, lam: float, random_state=None
 ) -> np.ndarray:
-    """``s_j = λ qᵀ P_{j→i} k_j`` for every source ``j`` of the query at ``i = L − 1`` (``O(L·d)``)."""
+    """``s_j = λ qᵀ P_{j→i} k_j`` for every source ``j`` of the query at ``i = L − 1`` (``O(L·d)``).
+
+    Parameters
+    ----------
+    family : StepLaw
+        The step law of ``steps``.
+    steps : numpy.ndarray
+        ``L`` structured draws by position (``family.rvs(L, seed)``).
+    q : array of shape (d,)
+        The query (unit, so that ``|s_j| ≤ λ``).
+    keys : array of shape (L, d)
+        The keys ``k_j`` by position.
+    lam : float
+        The logit scale ``λ ≥ 0``.
+    random_state : int, numpy.random.Generator or None
+        Used only by laws transported in law.
+
+    Returns
+    -------
+    numpy.ndarray of shape (L,)
+        The logits by source position; the last, ``j = i``, has route length 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from stylized.laws.registry import make_family
+    >>> fam = make_family("householder", 8)
+    >>> q = np.full(8, 8 ** -0.5)
+    >>> s = scores(fam, fam.rvs(5, 0), q, np.tile(q, (5, 1)), lam=4.0)   # every key a copy of q
+    >>> s.shape, round(float(s[-1]), 9)        # route length 0: s = λ qᵀq = λ
+    ((5,), 4.0)
+    """
     lam = check_lambda(lam)
     U = transported_queries(family, steps, q, random_state)
     return lam * np.einsum("jd,jd->j", U, np.asarray(keys, dtype=float))
@@ -128,12 +216,27 @@ class StylizedAttention:
 
     Parameters
     ----------
-    family : law of the steps ``M_t``.
-    lam : logit scale ``λ ≥ 0``.
-    D : near window (near set ``i − j < D``).
-    alibi_m : optional ALiBi slope ``m`` (0 = rotation only).
-    target_aligned : if true the near key at route length 0 equals the query (a planted target);
-        other keys are uniform on the sphere.
+    family : StepLaw
+        The law of the steps ``M_t``.
+    lam : float, default 1.0
+        The logit scale ``λ ≥ 0``.
+    D : int, default 1
+        The near window: the near set is ``i − j < D``.
+    alibi_m : float, default 0.0
+        ALiBi slope ``m`` (0: rotation only).
+    target_aligned : bool, default True
+        The key at route length 0 equals the query (a planted target); the other keys are uniform on the sphere.
+
+    Examples
+    --------
+    Random keys over 4,096 sources, ``λ = 4``: the far set holds almost all the mass, far above the C4 floor
+    ``M_L/(M_L + K e^{2λ}) ≈ 0.079`` (which needs every near logit at ``+λ``):
+
+    >>> from stylized.laws.registry import make_family
+    >>> att = StylizedAttention(make_family("householder", 16), lam=4.0, D=16)
+    >>> s = att.sample(L=4096, random_state=0)
+    >>> s.logits.shape, round(s.far_mass, 4), s.output_qkv.shape
+    ((4096,), 0.9883, (16,))
     """
 
     family: StepFamily

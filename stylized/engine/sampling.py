@@ -87,13 +87,44 @@ def _check_ns(ns) -> np.ndarray:
 
 def sample_overlaps(family: StepFamily, ns, size: int, random_state=None, backend: str = "numba",
                     q: np.ndarray | None = None) -> np.ndarray:
-    """``size`` independent chains; returns ``(size, len(ns))`` samples of ``qᵀ P_n q``.
+    """``size`` independent chains of the route transport; returns ``(size, len(ns))`` samples of ``qᵀ P_n q``.
 
-    ``q`` defaults to :func:`equal_energy_query`.  ``E[qᵀ P_n q] = qᵀ E[M]^n q``.  Two paths: the Numba
+    Each chain draws its own steps ``M_1, M_2, …`` of the law and records the overlap ``qᵀ P_n q`` of the query
+    with itself carried along a route of ``n`` steps, ``P_n = M_n ⋯ M_1``, at every ``n`` in ``ns`` (one
+    column per ``n``).  Its mean is the claim C1 quantity, ``E[qᵀ P_n q] = qᵀ E[M]ⁿ q``.  Two paths: the Numba
     kernel (Householder under ``numba``: unit ``w`` from ``family.rvs``) and the array-namespace path
     (:func:`_sample_overlaps_xp`) for everything else, with NumPy (numpy, and numba where no kernel exists)
-    or CuPy.  ``ns``: strictly increasing route lengths ``≥ 0``; ``size ≥ 0`` an integer; ``q`` a finite vector of
-    length ``d``.
+    or CuPy.
+
+    Parameters
+    ----------
+    family : StepLaw
+        The step law (a built-in from :func:`~stylized.laws.registry.make_family`, or a user's).
+    ns : sequence of int
+        Route lengths ``n ≥ 0``, strictly increasing (``n = 0`` gives ``qᵀq``).
+    size : int
+        Number of independent chains, ``≥ 0``.
+    random_state : int, numpy.random.Generator or None
+        Seed or Generator of the draws (the same seed gives the same samples on a backend).
+    backend : {"numba", "numpy", "cupy"}, default "numba"
+        Where the chains run; ``cupy`` needs a GPU.
+    q : array of shape (d,), optional
+        The query, finite; default :func:`equal_energy_query` (all entries ``1/√d``).
+
+    Returns
+    -------
+    numpy.ndarray of shape (size, len(ns))
+        Row ``c`` holds chain ``c``'s ``qᵀ P_n q`` at each ``n``.
+
+    Examples
+    --------
+    >>> from stylized.laws.registry import make_family
+    >>> fam = make_family("householder", 16)          # E[M] = (1 − 2/d) I
+    >>> x = sample_overlaps(fam, [1, 5, 20], size=2000, random_state=0)
+    >>> x.shape
+    (2000, 3)
+    >>> bool(abs(x[:, 1].mean() - (1 - 2 / 16) ** 5) < 0.05)   # qᵀE[M]⁵q, within Monte Carlo error
+    True
     """
     check_instance("family", family, StepFamily, "a step law (StepLaw, see make_family)")
     ns = _check_ns(ns)

@@ -141,6 +141,33 @@ def transported_queries(family: StepLaw, steps: np.ndarray, q: np.ndarray, rando
     Then the score of source ``j`` is ``λ · U[j] · k_j = λ qᵀ P_{j→i} k_j``.  ``steps`` are the structured
     draws by position; ``random_state`` is used only by laws transported in law (the Haar-step flag resamples
     ``u`` uniformly at every Haar step, :func:`haar_law_queries`).
+
+    Parameters
+    ----------
+    family : StepLaw
+        The step law of ``steps``.
+    steps : numpy.ndarray
+        ``L`` structured draws by position (``family.rvs(L, seed)``: dense matrices, reflection vectors or angles).
+    q : array of shape (d,)
+        The query.
+    random_state : int, numpy.random.Generator or None
+        Used only by laws transported in law.
+
+    Returns
+    -------
+    numpy.ndarray of shape (L, d)
+        Row ``j`` is ``P_{j→i}ᵀ q``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from stylized.laws.registry import make_family
+    >>> from stylized.engine.transport_reference import route_product
+    >>> fam = make_family("householder", 4)
+    >>> steps = fam.rvs(6, 0)                       # M_0 … M_5, the query at i = 5
+    >>> U = transported_queries(fam, steps, np.eye(4)[0])
+    >>> bool(np.allclose(U[2], route_product(fam.dense(steps, 0), 2, 5).T @ np.eye(4)[0]))
+    True
     """
     return family.transported_queries(steps, np.asarray(q, dtype=float), as_generator(random_state))
 
@@ -151,6 +178,35 @@ def transported_sum(family: StepLaw, steps: np.ndarray, weights: np.ndarray, val
 
     For Haar steps ``M_t r`` is drawn from its exact law (``||r||`` times a uniform unit vector), which is
     exact when the weights do not depend on the same Haar matrices.
+
+    Parameters
+    ----------
+    family : StepLaw
+        The step law of ``steps``.
+    steps : numpy.ndarray
+        ``L`` structured draws by position.
+    weights : array of shape (L,)
+        The attention weights ``α_j``.
+    values : array of shape (L, d)
+        The values ``v_j``.
+    random_state : int, numpy.random.Generator or None
+        Used only by laws transported in law.
+
+    Returns
+    -------
+    numpy.ndarray of shape (d,)
+        The QKV output ``o_i = Σ_j α_j P_{j→i} v_j``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from stylized.laws.registry import make_family
+    >>> from stylized.engine.transport_reference import route_product
+    >>> fam = make_family("householder", 4)
+    >>> steps, w, v = fam.rvs(6, 0), np.full(6, 1 / 6), np.eye(4)[[0, 1, 2, 3, 0, 1]]
+    >>> dense = fam.dense(steps, 0)
+    >>> bool(np.allclose(transported_sum(fam, steps, w, v), sum(w[j] * route_product(dense, j, 5) @ v[j] for j in range(6))))
+    True
     """
     return family.transported_sum(steps, np.asarray(weights, dtype=float), np.asarray(values, dtype=float),
                                   as_generator(random_state))

@@ -31,7 +31,7 @@ from ..core.errors import InvalidInput
 from .registry import Check, get_check, load_checks
 from .results import atomic_write, atomic_write_text, run_check, save_result, use_output_root, validate_run
 
-__all__ = ["run", "Result", "defaults", "check_names"]
+__all__ = ["run", "Result", "defaults", "check_names", "law_record", "portable"]
 
 
 def check_names() -> list[str]:
@@ -74,8 +74,9 @@ class Result:
                 f"seconds={self.seconds:.2f})")
 
     def to_json(self, path: str | os.PathLike | None = None) -> str:
-        """The result as one JSON object (``stylized check NAME --json``); also written to ``path`` when given."""
-        text = json.dumps(self.data, allow_nan=False)
+        """The result as one JSON object (``stylized check NAME --json``); also written to ``path`` when given.
+        A law given as an object is recorded by :func:`law_record` (its name, class, ``d`` and fields)."""
+        text = json.dumps(portable(self.data), allow_nan=False)
         if path is not None:
             atomic_write_text(Path(path), text + "\n")
         return text
@@ -83,7 +84,7 @@ class Result:
     def save(self, out: str | os.PathLike) -> Path:
         """Write ``<name>.json`` and ``<name>.csv`` under ``out/results`` (as ``--out DIR`` does); returns the JSON path."""
         with use_output_root(out) as root:
-            return save_result(self.data, root / "results")
+            return save_result(portable(self.data), root / "results")
 
     def plot(self, path: str | os.PathLike | None = None):
         """The check's figure as a :class:`matplotlib.figure.Figure` (the first, for checks that draw several).
@@ -130,6 +131,36 @@ class Result:
         return kept[0]
 
 
+def law_record(law) -> dict:
+    """A law object as JSON: ``{"law": name, "class": "module:Qualname", "d": d, "fields": {…}}`` (fields that are
+    not plain JSON are written as their ``repr``)."""
+    import dataclasses
+
+    fields = {}
+    for f in dataclasses.fields(law) if dataclasses.is_dataclass(law) else ():
+        value = getattr(law, f.name, None)
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError):
+            value = repr(value)[:200]
+        fields[f.name] = value
+    cls = type(law)
+    return {"law": law.name, "class": f"{cls.__module__}:{cls.__qualname__}", "d": int(law.d), "fields": fields}
+
+
+def portable(data):
+    """``data`` with every law object replaced by its :func:`law_record` (dicts, lists and tuples walked)."""
+    from ..laws.base import StepLaw
+
+    if isinstance(data, StepLaw):
+        return law_record(data)
+    if isinstance(data, dict):
+        return {k: portable(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [portable(v) for v in data]
+    return data
+
+
 def _python_name(check: Check, message: str) -> str:
     """``"--trials-near: must be …"`` → ``"trials_near: must be …"`` (the keyword the caller passed)."""
     for o in check.options:
@@ -164,8 +195,11 @@ def run(name: str, *, seed: int = 0, backend: str = "numba", progress: bool = Fa
     ------
     InvalidInput
         (a ``ValueError``) an unknown check or option, a value outside its range, or options that do not fit
-        together (the message names the option), before any work.  Anything raised while the check runs
-        (a bug, a full disk) propagates unchanged.
+        together (the message names the option), before any work.  A user's law that misbehaves (its module,
+        factory or ``sample`` raises, its draws are NaN, complex, wrongly shaped or not orthogonal), before or while
+        the check runs, is refused ``"family: …"``: an ``InvalidInput`` before any work, an
+        :class:`~stylized.core.errors.InvalidLaw` (an ``InvalidInput`` too) once the run has started.
+        Anything else raised while the check runs (a bug, a full disk) propagates unchanged.
 
     Examples
     --------
@@ -191,6 +225,9 @@ def run(name: str, *, seed: int = 0, backend: str = "numba", progress: bool = Fa
         validate_run(check, options, seed=seed, backend=backend)  # everything the run refuses, before any work
     except InvalidInput as e:
         raise InvalidInput(_python_name(check, str(e).splitlines()[0] if str(e) else repr(e))) from None
-    data = run_check(check, options, seed=seed, backend=backend, progress=progress)
+    from ..laws.trust import user_code, user_files  # the laws are imported by the run, not by `import stylized`
+
+    with user_code(user_files(options.get("family")), "family"):  # a user's law failing is bad input
+        data = run_check(check, options, seed=seed, backend=backend, progress=progress)
     return Result(name=check.name, claim=check.claim, holds=bool(data["holds"]), rows=data["rows"],
                   headline=data.get("headline", {}), params=data["params"], seconds=data["seconds"], data=data)

@@ -23,7 +23,7 @@ import numpy as np
 
 __all__ = ["MAX_WIDTH", "DPI", "rc_params", "theme", "themed", "figure", "mosaic", "caption", "save",
            "theory_vs_measurement", "noise_floor", "as_float", "QUALITATIVE", "MARKERS", "variant_style",
-           "readable_log_axis"]
+           "readable_log_axis", "reference_label"]
 
 MAX_WIDTH = 7.0  # inches: one column of a page; at DPI that is 1,050 px
 DPI = 150
@@ -247,6 +247,19 @@ def theory_vs_measurement(ax, x: Sequence[float], estimate: Sequence[float], low
         if np.isfinite(th).any():
             ax.plot(x, th, theory_style, color=color, lw=1.1, label=theory_label, zorder=2)
     return color
+
+
+def reference_label(kinds: Sequence[str | None], noun: str = "law") -> str:
+    """A theory's legend label from its rows' ``theory_kind``: ``"exact law"`` when every one is a closed form,
+    ``"estimated (Monte Carlo) law"`` when none is, ``"exact or estimated (Monte Carlo) law"`` for a mix: a Monte Carlo
+    reference is never labelled exact.
+
+    >>> reference_label(["closed form", "estimated (Monte Carlo, n = 20000)"])
+    'exact or estimated (Monte Carlo) law'
+    """
+    exact = [k is None or str(k) in ("closed form", "exact", "exact interval") for k in kinds]
+    word = "exact" if all(exact) else "estimated (Monte Carlo)" if not any(exact) else "exact or estimated (Monte Carlo)"
+    return f"{word} {noun}"
 
 
 def noise_floor(ax, level: float, label: str | None = "noise floor", *, bottom: float | None = None,

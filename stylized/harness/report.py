@@ -189,6 +189,8 @@ def render_paper_checks(directory: Path | None = None) -> str:
     for check in external:  # checks whose results another command writes render their own rows and sections
         lines += check.table_rows(directory) if check.table_rows else []
     tail = _falsify_section(checks)
+    for check in checks.values():  # a check run here may render a section of its own (c2-counterexamples)
+        tail += check.section(directory) if check.section else []
     for check in external:
         tail += check.section(directory) if check.section else []
     return "\n".join(lines + ["", "## Details"] + details + tail) + "\n"

@@ -31,6 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import InvalidInput
+from .code_graph import module_path, transitive_imports
+from .result_schema import parse_json, result_problem
 
 __all__ = [
     "output_root",
@@ -56,9 +58,9 @@ __all__ = [
 
 _ROOT = Path(__file__).resolve().parents[2]
 # Files whose change can move a number: every library module but the plumbing around it.
-_NOT_NUMERIC = {"__main__.py", "_aliases.py", "core/_cache.py", "core/errors.py", "core/options.py",
-                "harness/api.py", "harness/falsify.py", "harness/plotting.py", "harness/registry.py",
-                "harness/report.py", "harness/results.py", "harness/sweep.py", "laws/registry.py"}
+_NOT_NUMERIC = {"__main__.py", "_aliases.py", "core/_cache.py", "core/errors.py", "core/options.py", "laws/registry.py",
+                *(f"harness/{m}.py" for m in ("api", "code_graph", "falsify", "plotting", "registry", "report",
+                                              "result_schema", "results", "sweep"))}
 
 
 def _numeric(f: Path) -> bool:
@@ -197,11 +199,15 @@ def to_jsonable(x):
 
 
 def code_hash(module: str) -> str:
-    """SHA-256 (12 hex digits) of the check's module source and the numeric core it runs on."""
+    """SHA-256 (12 hex digits) of the code a check's numbers come from: the numeric core (every layer of
+    ``stylized/``), the check's module, and every ``simulations`` module that module imports, transitively
+    (module level and inside functions: :func:`~stylized.harness.code_graph.transitive_imports`)."""
     h = hashlib.sha256()
     files = sorted(f for f in (_ROOT / "stylized").rglob("*.py") if _numeric(f))  # every layer
     if module:
         files.append(_ROOT / Path(*module.split(".")).with_suffix(".py"))
+        if files[-1].is_file():
+            files += [p for m in transitive_imports(module, _ROOT) if (p := module_path(m, _ROOT)) is not None]
     for f in files:
         if f.exists():
             h.update(f.read_bytes())
@@ -270,23 +276,29 @@ def _repair_csv(path: Path, result: dict) -> None:
 
 
 def load_result(name: str, directory: Path | None = None) -> dict | None:
-    """The saved result ``<name>.json``, or None when absent.
+    """The saved result ``<name>.json``, or None when absent or not valid.
 
-    A corrupt file (not JSON, or not a result) is named on stderr and moved aside to
-    ``<name>.json.corrupt`` so that the caller recomputes it.
+    A result that fails :func:`~stylized.harness.result_schema.result_problem` (not JSON, not a result,
+    wrong types, a non-finite number, a verdict that is not a boolean) is named in one line on stderr and
+    moved aside to ``<name>.json.corrupt`` (left in place in a read-only folder) so that the caller
+    recomputes it: a saved result is a cache of a deterministic run, never copied on when bad.
     """
     path = Path(directory or results_dir()) / f"{name}.json"
     if not path.exists():
         return None
     try:
-        r = json.loads(path.read_text())
-        if not isinstance(r, dict) or "holds" not in r or "rows" not in r or not isinstance(r["rows"], list):
-            raise ValueError("not a check result")
-    except (ValueError, UnicodeDecodeError) as e:
+        r = parse_json(path.read_text())
+        why = result_problem(r, name)
+    except (ValueError, UnicodeDecodeError, RecursionError, OSError) as e:  # OSError: a folder in its place
+        why = (str(e).splitlines() or [type(e).__name__])[0]
+    if why is not None:
         aside = path.with_name(path.name + ".corrupt")
-        os.replace(path, aside)
-        print(f"stylized: {path} is corrupt ({str(e).splitlines()[0][:80]}); moved to {aside.name}, recomputing",
-              file=sys.stderr)
+        try:
+            os.replace(path, aside)
+            fate = f"moved to {aside.name}"
+        except OSError:
+            fate = "left in place"
+        print(f"stylized: {path} is corrupt ({why[:100]}); {fate}, recomputing", file=sys.stderr)
         return None
     _repair_csv(path, r)
     return r
@@ -294,13 +306,11 @@ def load_result(name: str, directory: Path | None = None) -> dict | None:
 
 def probe_writable(directory: str | os.PathLike, tries: int = 50) -> None:
     """Create the folders ``directory`` lacks, create and remove a probe file in it, then remove the folders it
-    created; raises the ``OSError`` that stops it (nothing is left behind either way).
-
-    Concurrent runs (``--workers``, sweeps) probe the same folders: a folder that another probe made or removed
-    between our check and our file is tried again (``tries`` times, after a short random pause that grows with the
+    created; raises the ``OSError`` that stops it (nothing is left behind either way).  Concurrent runs
+    (``--workers``, sweeps) probe the same folders: a folder that another probe made or removed between our
+    check and our file is tried again (``tries`` times, after a short random pause that grows with the
     attempt, so that probes racing on one new folder fall out of step) rather than reported."""
     import random
-    import time
 
     d = Path(directory)
     for attempt in range(tries):

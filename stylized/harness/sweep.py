@@ -9,7 +9,11 @@
 * **One atomic file per point**, ``<out>/points/<key>.json`` (``key`` from the same hash),
   written by :func:`stylized.harness.results.atomic_write_text` as each point finishes.
 * **Resume.**  A point whose file exists (same check, parameters, seed and backend) is
-  skipped, so a sweep killed with ``kill -9`` picks up where it stopped.
+  skipped, so a sweep killed with ``kill -9`` picks up where it stopped.  A point file that is not a
+  valid result (corrupt, wrong types, a non-finite number) is named and run again, never copied on.
+* **Ctrl-C** cancels the pending points and ends the workers at once; the finished points stay.
+* **A scheduler address** is checked (its form, then a connection within ``CONNECT_TIMEOUT`` s)
+  before any file or work: a bad one is one line naming ``--scheduler`` (exit 2).
 * **Tidy CSV** ``<out>/<check>.csv`` at the end: every row of every point, prefixed by the
   point's parameters, ``point``, ``seed`` and ``holds``.
 
@@ -40,11 +44,14 @@ from pathlib import Path
 import numpy as np
 
 from ..core.backend import BACKENDS
+from ..core.errors import InvalidInput
 from ..core.options import Choice, Int, arg_type
 from .registry import Check, get_check
+from .result_schema import parse_json, result_problem
 from .results import atomic_write_text, rows_csv, run_check, to_jsonable
 
-__all__ = ["parse_grid", "grid_points", "validate_sweep", "point_key", "point_seed", "run_point", "run_sweep", "add_parser", "main"]
+__all__ = ["parse_grid", "grid_points", "validate_sweep", "check_scheduler", "point_key", "point_seed", "run_point",
+           "run_sweep", "add_parser", "main"]
 
 
 def parse_grid(specs: list[str]) -> dict[str, list[str]]:
@@ -102,12 +109,28 @@ def _record(check: Check, point: dict, seed: int, backend: str, result: dict | N
             "backend": backend, "result": result}
 
 
-def _done(path: Path, want: dict) -> bool:
-    try:
-        got = json.loads(path.read_text())
-    except (OSError, ValueError):
+def _point_problem(rec, want: dict) -> str | None:
+    """Why the point file ``rec`` (parsed) is not a finished run of the point ``want``, or ``None``."""
+    if not isinstance(rec, dict):
+        return "not a sweep point"
+    if any(rec.get(k) != want[k] for k in ("check", "point", "sweep_seed", "backend")):
+        return "another point, seed or backend"
+    return result_problem(rec.get("result"), want["check"])
+
+
+def _done(path: Path, want: dict, log=None) -> bool:
+    """Whether ``path`` holds a valid finished run of the point ``want``.  A file that is there but not valid
+    (corrupt, wrong types, a non-finite number: see :func:`~stylized.harness.result_schema.result_problem`) is
+    named in one line through ``log`` and run again (the new run replaces it)."""
+    if not path.exists():
         return False
-    return all(got.get(k) == want[k] for k in ("check", "point", "sweep_seed", "backend")) and got.get("result") is not None
+    try:
+        why = _point_problem(parse_json(path.read_text()), want)
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError) as e:
+        why = (str(e).splitlines() or [type(e).__name__])[0]
+    if why is not None and log is not None and not why.startswith("another point"):
+        log(f"  {path} is not a valid finished point ({why[:100]}); running it again")
+    return why is None
 
 
 def _die_with_parent(parent: int) -> None:
@@ -138,6 +161,9 @@ def _worker_ref(check: Check) -> Check | str:
 
 
 def _init_worker(threads: int, parent: int | None = None) -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the sweep's to handle: it stops the workers
     if parent is not None:
         _die_with_parent(parent)
     import numba
@@ -147,6 +173,8 @@ def _init_worker(threads: int, parent: int | None = None) -> None:
 
 MAX_POINTS = 10_000
 """Most grid points one sweep accepts."""
+CONNECT_TIMEOUT = 10
+"""Seconds a sweep waits for a Dask scheduler to answer."""
 
 
 def validate_sweep(check: Check | str, grid: dict[str, list[str]] | list[dict]) -> tuple[Check, list[dict]]:
@@ -176,11 +204,13 @@ def run_sweep(check: Check | str, grid: dict[str, list[str]] | list[dict], *, se
     check, points = validate_sweep(check, grid)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be an integer ≥ 1, got {workers!r}")
+    client = None if scheduler is None else _connect(check_scheduler(scheduler))  # before any file or work
     out = Path(out or Path("sweeps") / check.name)
     pdir = out / "points"
     pdir.mkdir(parents=True, exist_ok=True)
     log = log or (lambda msg: print(msg, file=sys.stderr))
-    todo = [p for p in points if not _done(pdir / f"{point_key(check.name, p)}.json", _record(check, p, seed, backend))]
+    todo = [p for p in points
+            if not _done(pdir / f"{point_key(check.name, p)}.json", _record(check, p, seed, backend), log)]
     log(f"sweep {check.name}: {len(points)} points, {len(points) - len(todo)} already done, {len(todo)} to run")
 
     def save(p: dict, result: dict) -> None:
@@ -189,39 +219,131 @@ def run_sweep(check: Check | str, grid: dict[str, list[str]] | list[dict], *, se
         log(f"  done {json.dumps(p, sort_keys=True)} in {result['seconds']:.2f} s")
 
     t0 = time.perf_counter()
-    if todo and scheduler:
-        try:
-            from distributed import Client, as_completed
-        except ImportError as e:
-            raise ValueError(f"scheduler: needs dask.distributed (pip install -e '.[dask]'): {e}") from None
-        with Client(scheduler) as client:
+    if client is not None:
+        from distributed import as_completed
+
+        with client:
             futs = {client.submit(run_point, check, p, seed, backend, pure=False): i for i, p in enumerate(todo)}
-            for fut in as_completed(futs):
-                save(todo[futs[fut]], fut.result())
+            try:
+                for fut in as_completed(futs):
+                    save(todo[futs[fut]], fut.result())
+            except KeyboardInterrupt:
+                client.cancel(list(futs))
+                _interrupted(log, pdir, len(points))
+                raise
     elif todo and workers > 1:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
         threads = max(1, (os.cpu_count() or 1) // workers)
-        with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=_init_worker,
-                                 initargs=(threads, os.getpid())) as pool:
+        pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=_init_worker,
+                                   initargs=(threads, os.getpid()))
+        try:
             ref = _worker_ref(check)
             futs = {pool.submit(run_point, ref, p, seed, backend): i for i, p in enumerate(todo)}
             for fut in as_completed(futs):
                 save(todo[futs[fut]], fut.result())
+        except BaseException as e:  # Ctrl-C, a failed point: stop every worker now, keep what finished
+            _stop_pool(pool)
+            if isinstance(e, KeyboardInterrupt):
+                _interrupted(log, pdir, len(points))
+            raise
+        pool.shutdown(wait=True)
     else:
-        for p in todo:
-            save(p, run_point(check, p, seed, backend))
+        try:
+            for p in todo:
+                save(p, run_point(check, p, seed, backend))
+        except KeyboardInterrupt:
+            _interrupted(log, pdir, len(points))
+            raise
     path = write_csv(check.name, points, pdir, out / f"{check.name}.csv")
     log(f"sweep {check.name}: wrote {path} ({time.perf_counter() - t0:.1f} s)")
     return path
+
+
+def _connect(scheduler: str):
+    """A Dask ``Client`` of ``scheduler``, or :class:`~stylized.InvalidInput` naming ``--scheduler`` when it
+    does not answer as one within :data:`CONNECT_TIMEOUT` seconds."""
+    from distributed import Client
+
+    try:
+        return Client(scheduler, timeout=f"{CONNECT_TIMEOUT}s")
+    except Exception as e:  # noqa: BLE001 - refused, timed out, or something that is not a scheduler answered
+        raise InvalidInput(f"--scheduler: {str(scheduler)[:80]!r} did not answer as a Dask scheduler within "
+                           f"{CONNECT_TIMEOUT} s ({type(e).__name__}); nothing was run") from None
+
+
+def _stop_pool(pool) -> None:
+    """Cancel the pending points and end the worker processes now (SIGTERM, then SIGKILL after 5 s)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in procs:
+        proc.join(5)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(1)
+
+
+def _interrupted(log, pdir: Path, total: int) -> None:
+    done = len(list(pdir.glob("*.json")))
+    log(f"sweep interrupted: the points that finished are kept in {pdir} (about {done} of {total}); "
+        "run the same command again to resume")
+
+
+def check_scheduler(address: str, timeout: float = CONNECT_TIMEOUT, probe: bool = True) -> str:
+    """``address`` if it is a Dask scheduler address (``tcp://host:port``, ``host:port``, ``tls://…``,
+    ``inproc://…``) and, for TCP with ``probe``, something listens there (tried for ``timeout`` seconds);
+    else a ``ValueError`` naming ``--scheduler`` (one line, before any work)."""
+    import socket
+
+    try:
+        from distributed.comm.addressing import parse_address, parse_host_port
+    except ImportError as e:
+        raise ValueError(f"--scheduler: needs dask.distributed (pip install -e '.[dask]'): {e}") from None
+    shown = repr(str(address)[:80])
+    try:
+        scheme, loc = parse_address(str(address))
+        if scheme == "inproc":  # a scheduler inside this very process (LocalCluster(processes=False)), or nothing
+            from distributed.comm.inproc import global_manager
+
+            if global_manager.get_listener_for(loc) is None:
+                raise ValueError("no scheduler of this process listens there (inproc:// lives in one process)")
+            return address
+        if scheme not in ("tcp", "tls"):
+            return address
+        host, port = parse_host_port(loc)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"--scheduler: must be a Dask scheduler address such as tcp://HOST:8786; got {shown} "
+                         f"({e})") from None
+    if not host or not isinstance(port, int) or not 0 < port < 65536:
+        raise ValueError(f"--scheduler: must be {scheme}://HOST:PORT with a host and a port in 1…65535; got {shown}")
+    if not probe:
+        return address
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except (OSError, UnicodeError) as e:
+        raise ValueError(f"--scheduler: cannot reach {shown} within {timeout:g} s "
+                         f"({getattr(e, 'strerror', None) or type(e).__name__})") from None
+    return address
 
 
 def write_csv(check_name: str, points: list[dict], pdir: Path, path: Path) -> Path:
     """Tidy CSV of every row of every point (point parameters first), in grid order."""
     rows: list[dict] = []
     for p in points:
-        rec = json.loads((pdir / f"{point_key(check_name, p)}.json").read_text())
+        point_file = pdir / f"{point_key(check_name, p)}.json"
+        try:
+            rec = parse_json(point_file.read_text())
+            why = (result_problem(rec.get("result"), check_name) if isinstance(rec, dict)
+                   and isinstance(rec.get("point"), dict) else "not a sweep point")
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:
+            why = (str(e).splitlines() or [type(e).__name__])[0]
+        if why is not None:  # never copied into the CSV
+            raise ValueError(f"{point_file} is not a valid finished point ({why[:100]}); run the sweep again")
         res = rec["result"]
         head = {**rec["point"], "point": point_key(check_name, p), "seed": res["params"]["seed"], "holds": res["holds"]}
         rows += [{**head, **{k: v for k, v in r.items() if k not in head}} for r in res["rows"]]

@@ -106,6 +106,30 @@ class StepLaw(ScoreChainHooks, ContextWindowHooks, AttentionSweepHooks, ValueTra
     is the oracle.  A law that knows ``E[M]`` exactly defines :meth:`mean`, which is then the theory
     every check compares with (so a wrong ``mean()`` makes the checks fail); without it the theory
     is estimated by Monte Carlo and labelled so (:attr:`theory_kind`).
+
+    Parameters
+    ----------
+    d : int
+        Dimension of the steps (``d ≥ 2``); a subclass adds its own parameters as dataclass fields.
+
+    Examples
+    --------
+    A law with a closed-form mean: steps ``−I`` or ``I`` with probability ``p`` and ``1 − p``, so
+    ``E[M] = (1 − 2p) I`` and ``γ = 2p``:
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Flip(StepLaw):
+    ...     d: int
+    ...     p: float = 0.25
+    ...     def sample(self, xrng, shape, xp=np):
+    ...         sign = xp.where(xrng.random(tuple(shape)) < self.p, -1.0, 1.0)
+    ...         return sign[..., None, None] * xp.eye(self.d)
+    ...     def mean(self):
+    ...         return (1 - 2 * self.p) * np.eye(self.d)
+    >>> law = Flip(d=3)
+    >>> law.theory_kind, round(law.spectral_gap, 3)
+    ('closed form', 0.5)
     """
 
     d: int

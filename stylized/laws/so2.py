@@ -23,7 +23,25 @@ __all__ = ["rope_frequencies", "SO2Family", "SO2Uniform", "RopeRandom", "SO2Norm
 
 
 def rope_frequencies(d: int, base: float = 10000.0) -> np.ndarray:
-    """RoPE frequencies ``ω_b = base^{−2b/d}``, ``b = 0 … d/2 − 1``."""
+    """RoPE frequencies ``ω_b = base^{−2b/d}``, ``b = 0 … d/2 − 1``.
+
+    Parameters
+    ----------
+    d : int
+        Even dimension (``d/2`` planes).
+    base : float, default 10000.0
+        RoPE's base.
+
+    Returns
+    -------
+    numpy.ndarray of shape (d/2,)
+        ``ω_b``, from 1 down to ``base^{−(d−2)/d}``.
+
+    Examples
+    --------
+    >>> rope_frequencies(8)
+    array([1.   , 0.1  , 0.01 , 0.001])
+    """
     d = validate_family_args("rope-random", d, planes=True, base=base)
     return float(base) ** (-2.0 * np.arange(d // 2) / d)
 

@@ -48,6 +48,7 @@ from __future__ import annotations
 _LAZY: dict[str, tuple[str, ...]] = {
     "bounds": ('alibi_far_mass_bound', 'alibi_far_sum', 'chi_power_correlation', 'far_mass_lower_bound', 'haar_coordinate_cdf', 'haar_coordinate_law', 'haar_coordinate_pdf', 'haar_coordinate_tail', 'hoeffding_tail', 'horizon_prediction', 'lambda_required', 'levy_tail', 'mixing_window',),
     "growth": ('forget_gate_mean', 'horizon_crossing', 'mean_near_sum', 'predict_growth', 'predict_transfer', 'ratio_of_means', 'wald_horizon', 'wald_horizon_bounds',),
+    "premises": ('measure_premises', 'reflection_harmonic_eigenvalue',),
     "retrieval": ('chance', 'expected_score', 'expected_weight', 'nonmixing_floor', 'nonmixing_share', 'passkey_law', 'rank_one_probability', 'top_logit_probability',),
     "score_laws": ('HaarCoordinate', 'UniformPhaseSum', 'far_score_law', 'gil_pelaez_cdf', 'haar_expected_max', 'haar_log_mgf', 'haar_mgf', 'jacobi_nodes', 'max_mgf_bound', 'uniform_phase_log_mgf', 'uniform_phase_mgf',),
     "value_theory": ('coherent_sum', 'correlation_pairs', 'haar_tilt_energy', 'haar_tilt_floor', 'qk_interference_theory', 'qkv_asymptote', 'qkv_interference_theory', 'quadratic_form', 'tilt_floor', 'torus_tilt_floor',),
@@ -71,6 +72,8 @@ CLAIMS: dict[str, tuple[str, str]] = {
     "far_score_law": ("C2", "derived"),
     "gil_pelaez_cdf": ("C2", "derived"),
     "jacobi_nodes": ("C2", "derived"),
+    "measure_premises": ("C2", "derived"),
+    "reflection_harmonic_eigenvalue": ("C2", "derived"),
     # C3: concentration and the score gap
     "levy_tail": ("C3", "quoted"),
     "haar_coordinate_tail": ("C3", "quoted"),
@@ -123,7 +126,7 @@ CLAIMS: dict[str, tuple[str, str]] = {
 __all__ = [
     "CLAIMS", "mixing_window", "chi_power_correlation", "IsotropicChain", "so2_overlap_mgf",
     "haar_coordinate_law", "haar_coordinate_cdf", "haar_coordinate_pdf", "HaarCoordinate", "UniformPhaseSum",
-    "far_score_law", "gil_pelaez_cdf", "jacobi_nodes", "levy_tail", "haar_coordinate_tail", "hoeffding_tail",
+    "far_score_law", "gil_pelaez_cdf", "jacobi_nodes", "measure_premises", "reflection_harmonic_eigenvalue", "levy_tail", "haar_coordinate_tail", "hoeffding_tail",
     "haar_mgf", "haar_log_mgf", "uniform_phase_mgf", "uniform_phase_log_mgf", "max_mgf_bound",
     "haar_expected_max", "predict_transfer", "far_mass_lower_bound", "lambda_required", "alibi_far_sum",
     "alibi_far_mass_bound", "horizon_prediction", "wald_horizon", "wald_horizon_bounds", "horizon_crossing", "forget_gate_mean",

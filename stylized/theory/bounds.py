@@ -81,6 +81,13 @@ def far_mass_lower_bound(K: float, M: float, lam: float) -> float:
     Notes
     -----
     Evaluated as ``expit(−(ln K − ln M + 2λ))`` so huge ``λ`` or ``M`` never overflow.
+
+    Examples
+    --------
+    >>> round(far_mass_lower_bound(K=64, M=65_536 - 64, lam=4.0), 4)     # L = 65,536, D = K = 64
+    0.2555
+    >>> far_mass_lower_bound(64, [1e3, 1e6], 4.0).round(4)               # broadcast over M_L: ρ_D → 1
+    array([0.0052, 0.8398])
     """
     K, M, lam = _check_nonneg("K", K), _check_nonneg("M", M), _check_nonneg("lam (λ)", lam)
     if M == 0:
@@ -112,6 +119,12 @@ def lambda_required(K: float, M: float, eps: float) -> float:
     -------
     float or ndarray
         ``λ ≥ 0``; 0 when the bound is already ``≤ ε`` at ``λ = 0``.
+
+    Examples
+    --------
+    >>> lam = lambda_required(K=64, M=65_536 - 64, eps=0.1)
+    >>> round(lam, 3), round(far_mass_lower_bound(64, 65_536 - 64, lam), 6)
+    (4.564, 0.1)
     """
     K, M = _check_nonneg("K", K), _check_nonneg("M", M)
     eps = arg_real("eps", eps, 0, 1, lo_open=True, hi_open=True)
@@ -138,6 +151,16 @@ def alibi_far_sum(lam: float, m: float, D: int) -> float:
         ALiBi slope ``m > 0``.
     D : int or array_like
         First far route length.
+
+    Returns
+    -------
+    float or ndarray
+        The far weight sum (relative to a near weight ``e^0``), bounded for every ``L``.
+
+    Examples
+    --------
+    >>> round(alibi_far_sum(lam=4.0, m=0.5, D=16), 5)
+    0.04655
     """
     D, m = arg_int("D", D, 0), arg_real("m (ALiBi slope)", m, 0, lo_open=True)
     lam = _check_nonneg("lam (λ)", lam)
@@ -202,6 +225,23 @@ def levy_tail(t: np.ndarray, d: int) -> np.ndarray:
     .. math:: P(qᵀu ≥ t) ≤ exp(−d t²/2),  t ≥ 0
 
     ``u`` uniform on ``S^{d−1}``; ``t`` and ``d`` broadcast (1 for ``t ≤ 0``).
+
+    Parameters
+    ----------
+    t : float or array_like
+        Threshold.
+    d : int or array_like
+        Dimension, ``≥ 1``.
+
+    Returns
+    -------
+    ndarray
+        The bound, broadcast over ``t`` and ``d``.
+
+    Examples
+    --------
+    >>> levy_tail([0.1, 0.3], d=64).round(4)      # above the exact tail (haar_coordinate_tail): 0.214, 0.0076
+    array([0.7261, 0.0561])
     """
     t, d = arg_reals("t", t), _check_dim(d, 1)
     check_shapes(t=t, d=d)
@@ -244,6 +284,23 @@ def haar_coordinate_tail(t: np.ndarray, d: int) -> np.ndarray:
     .. math:: P(qᵀu ≥ t) = ½ I_{1−t²}((d−1)/2, ½),  t ≥ 0
 
     Computed as the Beta survival function at ``(1 + t)/2`` (any ``t``; broadcasts over ``t`` and ``d``).
+
+    Parameters
+    ----------
+    t : float or array_like
+        Threshold.
+    d : int or array_like
+        Dimension, ``≥ 2``.
+
+    Returns
+    -------
+    ndarray
+        ``P(s ≥ t)`` for one coordinate ``s`` of a uniform point on ``S^{d−1}``.
+
+    Examples
+    --------
+    >>> haar_coordinate_tail([0.1, 0.3], d=64).round(4)
+    array([0.214 , 0.0076])
     """
     t = arg_reals("t", t)
     check_shapes(t=t, d=_check_dim(d))
@@ -256,6 +313,24 @@ def hoeffding_tail(t: np.ndarray, a: np.ndarray) -> np.ndarray:
     .. math:: P(Σ_b a_b cos U_b ≥ t) ≤ exp(−t² / (2 Σ_b a_b²)),  t ≥ 0
 
     ``a`` holds the plane amplitudes ``a_b = |q_b||k_b|`` (summed over); ``t`` broadcasts.
+
+    Parameters
+    ----------
+    t : float or array_like
+        Threshold.
+    a : array_like
+        Plane amplitudes ``a_b``, finite.
+
+    Returns
+    -------
+    ndarray
+        The bound at each ``t`` (1 for ``t ≤ 0``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> hoeffding_tail([0.5, 1.0], np.full(32, 1 / 32)).round(4)     # d = 64: 32 planes, a_b = 1/32 for q = k = 1/√d
+    array([0.0183, 0.    ])
     """
     t, a = arg_reals("t", t), arg_reals("a", a)
     with np.errstate(over="ignore"):
@@ -280,6 +355,28 @@ def chi_power_correlation(chi: np.ndarray, n: np.ndarray, weights: np.ndarray | 
 
     ``chi``: a non-empty 1-D array of characteristic values ``|χ_b| ≤ 1``; ``weights`` (``≥ 0``, one per plane)
     default to ``1/B`` (a query with equal energy in every plane); ``n``: a route length ``≥ 0`` or an array of them.
+
+    Parameters
+    ----------
+    chi : array_like of shape (B,)
+        Characteristic values ``χ_b = E e^{iθ_b}``, real or complex, ``|χ_b| ≤ 1``.
+    n : int or array_like
+        Route lengths ``n ≥ 0``.
+    weights : array_like of shape (B,), optional
+        Plane energies ``w_b = ||q_b||² ≥ 0``; default ``1/B`` each.
+
+    Returns
+    -------
+    ndarray
+        ``E[qᵀP_n q]`` at each ``n``.
+
+    Examples
+    --------
+    Uniform angles on ``(−1, 1)`` in every plane: ``χ = sinc 1 = sin 1``, so ``E[qᵀP_n q] = (sin 1)ⁿ``:
+
+    >>> import numpy as np
+    >>> chi_power_correlation(np.full(4, np.sin(1.0)), [1, 5, 20]).round(4)
+    array([0.8415, 0.4219, 0.0317])
     """
     chi = check("chi (χ)", chi, complex_ok=True, abs_max=1 + 1e-12, ndim=1, nonempty=True)
     n = check("n (route length)", n, 0, integer=True)
@@ -307,6 +404,13 @@ def mixing_window(gamma: float, eps: float) -> float:
     -------
     float or ndarray
         ``W(ε)``; ``inf`` for ``γ = 0`` and ``1`` for ``γ = 1``.
+
+    Examples
+    --------
+    >>> mixing_window(2 / 16, 0.01)          # Householder at d = 16: γ = 2/d
+    35.0
+    >>> mixing_window(0.0, 0.01)             # no gap: never mixes
+    inf
     """
     gamma = arg_real("gamma", gamma, 0, 1)
     eps = arg_real("eps", eps, 0, 1, lo_open=True, hi_open=True)

@@ -41,10 +41,31 @@ import warnings
 import numpy as np
 from scipy import integrate, special
 
+from ..core._broadcast import check, check_choice
 from ..core.options import arg_int, arg_real
 
 __all__ = ["shrink_rate", "increment_moments", "log_norm_moments", "mean_square_norm", "sample_increments",
            "sample_log_norms"]
+
+
+MAX_DRAWS = 2**27
+"""Most increments one sampling call draws (1 GiB of float64)."""
+
+
+def _lengths(n) -> np.ndarray:
+    """Route length(s) ``n``: integers ≥ 0, as floats (exact below 2⁵³)."""
+    return np.asarray(check("n", n, 0, integer=True), dtype=float)
+
+
+def _shape(shape) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (shape,)
+    if not isinstance(shape, (tuple, list)):
+        raise ValueError(f"shape must be a tuple of integers ≥ 0, got {type(shape).__name__}")
+    dims = tuple(check("shape", s, 0, integer=True, scalar=True) for s in shape)
+    if math.prod(dims) > MAX_DRAWS:
+        raise ValueError(f"shape: {math.prod(dims):,} draws exceed {MAX_DRAWS:,} (too large to hold)")
+    return dims
 
 
 def _check(d, beta) -> tuple[int, float]:
@@ -112,8 +133,7 @@ def increment_moments(d: int, beta: float, method: str = "quad") -> tuple[float,
         ``μ₁ = E X`` and ``σ₁² = Var X``; ``log ||P_n k||`` has mean ``n μ₁`` and variance ``n σ₁²``.
     """
     d, beta = _check(d, beta)
-    if method not in ("quad", "series"):
-        raise ValueError(f"method must be 'quad' or 'series', got {method!r}")
+    check_choice("method", method, ("quad", "series"))
     if beta == 1.0 and method == "quad":
         b = (d - 1) / 2.0
         return 0.5 * float(special.digamma(b) - special.digamma(b + 0.5)), \
@@ -124,27 +144,35 @@ def increment_moments(d: int, beta: float, method: str = "quad") -> tuple[float,
 
 def log_norm_moments(n, d: int, beta: float) -> tuple[np.ndarray, np.ndarray]:
     """``E log ||P_n k|| = n μ₁`` and ``Var log ||P_n k|| = n σ₁²`` for route length(s) ``n`` (exact: i.i.d. increments)."""
+    n = _lengths(n)
     mu, var = increment_moments(d, beta)
-    n = np.asarray(n, dtype=float)
     return n * mu, n * var
 
 
 def mean_square_norm(n, d: int, beta: float):
     """``E ||P_n k||² = (1 − β(2−β)/d)ⁿ`` for a unit ``k`` (``E c² = 1/d``)."""
     d, beta = _check(d, beta)
-    return (1.0 - shrink_rate(beta) / d) ** np.asarray(n, dtype=float)
+    with np.errstate(under="ignore"):
+        return (1.0 - shrink_rate(beta) / d) ** _lengths(n)
 
 
 def sample_increments(rng, shape: tuple, d: int, beta: float, xp=np):
     """Exact draws of ``½ log(1 − a c²)``, ``c² ~ Beta(½, (d−1)/2)`` (Generator ``rng`` of namespace ``xp``)."""
     d, beta = _check(d, beta)
-    return 0.5 * xp.log1p(-shrink_rate(beta) * rng.beta(0.5, (d - 1) / 2.0, size=tuple(shape)))
+    shape = _shape(shape)
+    if not callable(getattr(rng, "beta", None)):
+        raise ValueError(f"rng must be a random Generator (with .beta), got {type(rng).__name__}")
+    return 0.5 * xp.log1p(-shrink_rate(beta) * rng.beta(0.5, (d - 1) / 2.0, size=shape))
 
 
 def sample_log_norms(rng, ns, size: int, d: int, beta: float) -> np.ndarray:
     """``(size, len(ns))`` exact draws of ``log ||P_n k||`` at the sorted route lengths ``ns`` (sums of i.i.d.
     increments along one path per row; NumPy)."""
-    ns = np.asarray(ns, dtype=np.int64)
-    inc = sample_increments(rng, (int(size), int(ns.max()) if ns.size else 0), d, beta)
+    ns = np.asarray(check("ns", ns, 0, integer=True, ndim=1), dtype=np.int64)
+    size = check("size", size, 0, integer=True, scalar=True)
+    if size * (int(ns.max()) + 1 if ns.size else 1) > MAX_DRAWS:
+        raise ValueError(f"size and ns: size × (max ns + 1) = {size * (int(ns.max()) + 1 if ns.size else 1):,} values "
+                         f"exceed {MAX_DRAWS:,} (too large to hold)")
+    inc = sample_increments(rng, (size, int(ns.max()) if ns.size else 0), d, beta)
     cum = np.concatenate([np.zeros((int(size), 1)), np.cumsum(inc, axis=1)], axis=1)
     return cum[:, ns]

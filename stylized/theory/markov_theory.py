@@ -40,29 +40,66 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core._broadcast import check
 from .bounds import window_from_log_rate
 
 __all__ = ["validate_transition", "stationary_law", "time_reversal", "sticky_transition", "twisted_operator",
            "route_characteristic", "route_characteristic_grid", "iid_characteristic", "twisted_radius",
-           "overlap_from_characteristic", "markov_overlap", "iid_overlap", "windows_from_rate", "sustained_crossing"]
+           "overlap_from_characteristic", "markov_overlap", "iid_overlap", "windows_from_rate", "sustained_crossing",
+           "MAX_STATES", "MAX_CELLS"]
 
 _ROW_TOL = 1e-9
+MAX_STATES = 2048
+"""Most tokens ``V`` a chain may have (its stationary law is an ``O(V³)`` solve)."""
+MAX_CELLS = 2**27
+"""Most complex numbers one call may hold (``B·V²`` for the operators, ``(nmax + 1)·B`` for a grid): ~2 GiB."""
+
+
+def _stochastic(transition, name: str, either: bool) -> np.ndarray:
+    t = check(name, transition, 0.0, ndim=2)
+    if t.shape[0] != t.shape[1] or not 1 <= t.shape[0] <= MAX_STATES:
+        raise ValueError(f"{name} must be a square (V, V) matrix with 1 ≤ V ≤ {MAX_STATES}, got shape {t.shape}")
+    tol = _ROW_TOL * t.shape[0]
+    if np.allclose(t.sum(axis=1), 1.0, rtol=0.0, atol=tol):
+        return t
+    if either and np.allclose(t.sum(axis=0), 1.0, rtol=0.0, atol=tol):
+        return t  # the transposed convention (a theory mutant evaluates it): still spectral radius 1
+    raise ValueError(f"{name} must be row-stochastic (every row summing to 1), got row sums "
+                     f"{np.round(t.sum(axis=1), 6).tolist()[:8]}")
 
 
 def validate_transition(transition, name: str = "transition") -> np.ndarray:
     """``transition`` as a float ``(V, V)`` row-stochastic matrix, or a ValueError naming ``name``."""
-    try:
-        t = np.array(transition, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a (V, V) array of numbers, got {type(transition).__name__}") from None
-    if t.ndim != 2 or t.shape[0] != t.shape[1] or t.shape[0] < 1:
-        raise ValueError(f"{name} must be a square (V, V) matrix, got shape {t.shape}")
-    if not np.all(np.isfinite(t)) or np.any(t < 0):
-        raise ValueError(f"{name} must have finite non-negative entries")
-    if not np.allclose(t.sum(axis=1), 1.0, rtol=0.0, atol=_ROW_TOL * t.shape[0]):
-        raise ValueError(f"{name} must be row-stochastic (every row summing to 1), got row sums "
-                         f"{np.round(t.sum(axis=1), 6).tolist()}")
-    return t
+    return _stochastic(transition, name, either=False)
+
+
+def _operator(transition, table) -> tuple[np.ndarray, np.ndarray]:
+    """``T`` (row-stochastic, or column-stochastic: the transposed convention) and ``table`` ``(V, B)``, checked."""
+    t = _stochastic(transition, "transition", either=True)
+    tab = check("table", table, ndim=2)
+    V = t.shape[0]
+    if tab.shape[0] != V or tab.shape[1] < 1:
+        raise ValueError(f"table must be a (V, B) array of angles with V = {V} rows (one per token) and B ≥ 1 "
+                         f"planes, got shape {tab.shape}")
+    if tab.shape[1] * V * V > MAX_CELLS:
+        raise ValueError(f"table: B·V² = {tab.shape[1] * V * V:,} exceeds {MAX_CELLS:,} (too large to hold)")
+    return t, tab
+
+
+def _law(pi, V: int | None, name: str = "pi") -> np.ndarray:
+    """A probability vector (finite, ≥ 0, summing to 1), of length ``V`` when given."""
+    p = check(name, pi, 0.0, 1.0, ndim=1, size=V, nonempty=True)
+    if abs(p.sum() - 1.0) > _ROW_TOL * p.size:
+        raise ValueError(f"{name} must sum to 1 (a probability law), got sum {p.sum()!r}")
+    return p
+
+
+def _stationary_or(pi, t: np.ndarray) -> np.ndarray:
+    return stationary_law(t) if pi is None else _law(pi, t.shape[0])
+
+
+def _lengths(n, name: str = "n") -> np.ndarray:
+    return np.asarray(check(name, n, 0, integer=True), dtype=np.int64)
 
 
 def stationary_law(transition) -> np.ndarray:
@@ -88,10 +125,14 @@ def stationary_law(transition) -> np.ndarray:
 def time_reversal(transition, pi=None) -> np.ndarray:
     """The time-reversed chain ``T*[u, v] = π_v T[v, u] / π_u`` (same stationary law ``π``)."""
     t = validate_transition(transition)
-    pi = stationary_law(t) if pi is None else np.asarray(pi, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    pi = _stationary_or(pi, t)
+    if not np.allclose(pi @ t, pi, rtol=0.0, atol=1e-8):
+        raise ValueError("pi must be the stationary law of transition (πT = π)")
+    support = pi > 1e-12
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         out = (t.T * pi[None, :]) / pi[:, None]
-    out[pi <= 0] = np.eye(t.shape[0])[pi <= 0]  # states outside the support: any stochastic row
+    out[~support] = np.eye(t.shape[0])[~support]  # states outside the support: any stochastic row
+    out[support] = np.clip(out[support], 0.0, 1.0)  # ≤ 1 exactly when πT = π; rounding only
     return out
 
 
@@ -100,17 +141,15 @@ def sticky_transition(pi, switch: float) -> np.ndarray:
 
     Its stationary law is ``π`` for every ``s ∈ (0, 1]``; ``s = 1`` is i.i.d. tokens.
     """
-    pi = np.asarray(pi, dtype=float)
-    s = float(switch)
-    if not 0.0 < s <= 1.0:
-        raise ValueError(f"switch must lie in (0, 1], got {switch!r}")
+    pi = _law(pi, None)
+    s = check("switch", switch, 0.0, 1.0, lo_open=True, scalar=True)
     return (1.0 - s) * np.eye(pi.size) + s * np.outer(np.ones(pi.size), pi)
 
 
 def twisted_operator(transition, table) -> np.ndarray:
     """``T D_b`` for every plane: ``(B, V, V)`` complex, ``(T D_b)[u, v] = T[u, v] e^{i·table[v, b]}``."""
-    t = np.asarray(transition, dtype=float)
-    phase = np.exp(1j * np.asarray(table, dtype=float)).T  # (B, V)
+    t, table = _operator(transition, table)
+    phase = np.exp(1j * table).T  # (B, V)
     return t[None, :, :] * phase[:, None, :]
 
 
@@ -120,12 +159,9 @@ def route_characteristic(transition, table, n, pi=None) -> np.ndarray:
     ``n = 0`` gives ``1`` (the empty route).  Lengths are walked once in increasing order, each
     increment by a stacked matrix power, so the cost is ``O(B·V³·Σ log Δn)``.
     """
-    t = np.asarray(transition, dtype=float)
-    table = np.asarray(table, dtype=float)
-    pi = stationary_law(t) if pi is None else np.asarray(pi, dtype=float)
-    ns = np.ravel(n).astype(np.int64)
-    if ns.size and ns.min() < 0:
-        raise ValueError(f"n must be route lengths ≥ 0, got {ns.min()}")
+    t, table = _operator(transition, table)
+    pi = _stationary_or(pi, t)
+    ns = np.ravel(_lengths(n))
     B = table.shape[1]
     if ns.size > 64 and ns.max() <= 16 * ns.size:  # a dense set of lengths: one pass over the grid
         return route_characteristic_grid(t, table, int(ns.max()), pi)[ns].reshape(np.shape(n) + (B,))
@@ -151,12 +187,13 @@ def route_characteristic_grid(transition, table, nmax: int, pi=None, block: int 
     With ``v_k = (T D_b)^k 1`` (``k < block``, computed once) and ``r_j = π D_b (T D_b)^{j·block}``, the value
     at ``n = j·block + k + 1`` is ``r_j · v_k``: ``nmax / block`` Python steps instead of ``nmax``.
     """
-    t = np.asarray(transition, dtype=float)
-    table = np.asarray(table, dtype=float)
-    pi = stationary_law(t) if pi is None else np.asarray(pi, dtype=float)
-    nmax = int(nmax)
-    if nmax < 0:
-        raise ValueError(f"nmax must be ≥ 0, got {nmax}")
+    t, table = _operator(transition, table)
+    pi = _stationary_or(pi, t)
+    nmax = check("nmax", nmax, 0, integer=True, scalar=True)
+    block = check("block", block, 1, 2**16, integer=True, scalar=True)
+    if table.shape[1] * (nmax + 1 + min(block, nmax) * t.shape[0]) > MAX_CELLS:
+        raise ValueError(f"nmax: (nmax + 1)·B = {(nmax + 1) * table.shape[1]:,} values (and a block of "
+                         f"{min(block, nmax)}·B·V) exceed {MAX_CELLS:,}: too large to hold; ask for fewer lengths")
     op = twisted_operator(t, table)
     B, V = table.shape[1], t.shape[0]
     K = max(1, min(int(block), nmax))
@@ -177,8 +214,17 @@ def route_characteristic_grid(transition, table, nmax: int, pi=None, block: int 
 
 def iid_characteristic(pi, table, n) -> np.ndarray:
     """The i.i.d. shortcut ``χ_bⁿ`` (``χ_b = Σ_v π_v e^{i·table[v, b]}``): shape ``np.shape(n) + (B,)``."""
-    chi = np.asarray(pi, dtype=float) @ np.exp(1j * np.asarray(table, dtype=float))
-    return chi ** np.asarray(n, dtype=float)[..., None]
+    pi = _law(pi, None)
+    table = check("table", table, ndim=2)
+    if table.shape[0] != pi.size or table.shape[1] < 1:
+        raise ValueError(f"table must be a (V, B) array of angles with V = {pi.size} rows (one per token of pi) "
+                         f"and B ≥ 1 planes, got shape {table.shape}")
+    n = _lengths(n)
+    if n.size * table.shape[1] > MAX_CELLS:
+        raise ValueError(f"n: {n.size:,} lengths × {table.shape[1]} planes exceed {MAX_CELLS:,} values")
+    chi = pi @ np.exp(1j * table)
+    with np.errstate(under="ignore"):
+        return chi ** n.astype(float)[..., None]
 
 
 def twisted_radius(transition, table) -> np.ndarray:
@@ -188,7 +234,13 @@ def twisted_radius(transition, table) -> np.ndarray:
 
 def overlap_from_characteristic(q, char) -> np.ndarray:
     """``Σ_b (q_{2b}² + q_{2b+1}²) Re c_b`` for characteristic values ``char`` ``(..., B)``."""
-    q = np.asarray(q, dtype=float)
+    char = check("char", char, complex_ok=True, abs_max=1e12)
+    if char.ndim < 1 or char.shape[-1] < 1:
+        raise ValueError(f"char must be an array (..., B) with B ≥ 1 planes, got shape {char.shape}")
+    q = check("q", q, ndim=1)
+    if q.size != 2 * char.shape[-1]:
+        raise ValueError(f"q and char: q must have 2B entries for the B = {char.shape[-1]} planes of char "
+                         f"(…, B), got {q.size}")
     return np.real(char) @ (q[0::2] ** 2 + q[1::2] ** 2)
 
 
@@ -206,9 +258,8 @@ def iid_overlap(pi, table, q, n):
 
 def windows_from_rate(rate, eps: float) -> np.ndarray:
     """``⌈ln ε / ln r⌉`` per entry of ``rate`` (``inf`` where ``r ≥ 1``, ``1`` where ``r = 0``)."""
-    if not 0.0 < eps < 1.0:
-        raise ValueError(f"eps must lie in (0, 1), got {eps!r}")
-    r = np.asarray(rate, dtype=float)
+    eps = check("eps", eps, 0.0, 1.0, lo_open=True, hi_open=True, scalar=True)
+    r = check("rate", rate, 0.0)
     with np.errstate(divide="ignore"):
         w = window_from_log_rate(np.log(np.minimum(r, 1.0)), eps)
     return np.where(r <= 0.0, 1.0, w)
@@ -220,7 +271,8 @@ def sustained_crossing(mod, eps: float) -> int | None:
     The window of an oscillating modulus (several eigenvalues of ``T D_b`` beat): the route length after
     which the correlation stays below ``ε`` on the whole horizon, not the first dip.
     """
-    above = np.flatnonzero(np.asarray(mod) >= eps)
+    eps = check("eps", eps, 0.0, 1.0, lo_open=True, hi_open=True, scalar=True)
+    above = np.flatnonzero(check("mod", mod, 0.0, ndim=1) >= eps)
     if not above.size:
         return 0
     return None if above[-1] == len(mod) - 1 else int(above[-1] + 1)

@@ -55,6 +55,8 @@ __all__ = ["RetrievalControl", "CONTROLS", "expected_score", "nonmixing_share", 
            "weight_moments", "skewness", "top_logit_probability", "H_DEFAULT"]
 
 CONTROLS = ("none", "alibi", "forget-gate", "log-scaling")
+MAX_GRID = 2**26
+"""Most nodes of the extended grid of :func:`haystack_log_laplace` (0.5 GiB of float64)."""
 
 
 def _law(family) -> StepFamily:
@@ -79,8 +81,9 @@ def _routes(n) -> np.ndarray:
 
 
 def _rule(points, weights) -> tuple[np.ndarray, np.ndarray]:
-    """A quadrature rule: non-empty 1-D finite ``points`` and ``weights`` of one length."""
-    pts = check("points", points, ndim=1, nonempty=True)
+    """A quadrature rule of a score ``s_n = qᵀP_n q``: non-empty 1-D finite ``points`` in ``[−1, 1]`` (widened by
+    the largest grid step, 0.1: a gridded law's end nodes overhang) and ``weights`` of one length."""
+    pts = check("points", points, -1.1, 1.1, ndim=1, nonempty=True)
     wts = check("weights", weights, ndim=1)
     if wts.size != pts.size:
         raise ValueError(f"points and weights must have one length (a weight per point), got {pts.size} and {wts.size}")
@@ -242,7 +245,7 @@ class RetrievalControl:
 
     def __post_init__(self):
         if not isinstance(self.name, str) or self.name not in CONTROLS:
-            raise ValueError(f"control must be one of {', '.join(CONTROLS)}; got {self.name!r}")
+            raise ValueError(f"control must be one of {', '.join(CONTROLS)}; got name={self.name!r:.40}")
         object.__setattr__(self, "m", check("m (ALiBi slope)", self.m, 0, lo_open=True, scalar=True))
         object.__setattr__(self, "gate", check("gate", self.gate, scalar=True))
         object.__setattr__(self, "L_train", check("L_train", self.L_train, 2, integer=True, scalar=True))
@@ -350,6 +353,9 @@ def haystack_log_laplace(control: RetrievalControl, lam: float, d: int, M: int, 
     else:  # j = ρ + k·t: shift ρ·dl (ρ < k) plus t steps of h = k·dl
         k_sub, k_res = 1, max(1, int(h_sigma // dl))
         h = k_res * dl
+    if k_sub * (M // k_res) > MAX_GRID:
+        raise ValueError(f"M: {M:,} keys under a decaying control need a grid of {k_sub * (M // k_res):,} nodes, "
+                         f"more than {MAX_GRID:,}; past ~{math.ceil(40 / dl):,} keys the decay makes the rest negligible")
     u = np.arange(u_lo, u_hi + h, h)
     total = np.zeros(u.size)
     for rho in range(k_res):
@@ -420,6 +426,9 @@ def expected_weight(points, weights, n: int, control: RetrievalControl, lam: flo
 
 def skewness(m: np.ndarray) -> float:
     """Skewness ``γ₁ = (m₃ − 3m₁m₂ + 2m₁³)/(m₂ − m₁²)^{3/2}`` from raw moments ``m = (m₁, m₂, m₃)`` (0 if no spread)."""
+    m = check("m", m, -1e100, 1e100, ndim=1)
+    if m.size < 3:
+        raise ValueError(f"m must hold the raw moments (m₁, m₂, m₃), got {m.size} value(s)")
     m1, m2, m3 = (float(x) for x in m[:3])
     var = m2 - m1 * m1
     if var <= 1e-200 or var <= 1e-12 * m2:

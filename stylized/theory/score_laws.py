@@ -47,7 +47,7 @@ from .bounds import haar_coordinate_cdf, haar_coordinate_pdf, haar_coordinate_ta
 from .phase_cdf import _few_planes_cdf, gil_pelaez_cdf  # noqa: F401  (re-exported)
 from .score_reference import EstimatedScoreLaw, estimated_far_score_law
 
-__all__ = ["HaarCoordinate", "UniformPhaseSum", "EstimatedScoreLaw", "far_score_law", "estimated_far_score_law", "gil_pelaez_cdf", "max_mgf_bound",
+__all__ = ["HaarCoordinate", "UniformPhaseSum", "EstimatedScoreLaw", "far_score_law", "self_consistency_law", "estimated_far_score_law", "gil_pelaez_cdf", "max_mgf_bound",
            "haar_mgf", "haar_log_mgf", "uniform_phase_mgf", "uniform_phase_log_mgf", "haar_expected_max",
            "jacobi_nodes"]
 
@@ -406,10 +406,11 @@ def max_mgf_bound(M: int, log_mgf) -> float:
 
 
 def far_score_law(family, q: np.ndarray, k: np.ndarray):
-    """(claims C2, C3, *derived*) The law of ``qᵀ P k`` once the route has mixed, asked of the law
-    (:meth:`stylized.laws.base.StepLaw.far_score_law`): :class:`HaarCoordinate` ``(d, |q||k|)`` for isotropic
-    orthogonal laws, :class:`UniformPhaseSum` with ``a_b = |q_b||k_b|`` for equidistributing SO(2) planes, else
-    an :class:`EstimatedScoreLaw` (Monte Carlo reference past the window).
+    """(claims C2, C3, *derived*) The claim's law of ``qᵀ P k`` once the route has mixed, for every orthogonal law:
+    :class:`UniformPhaseSum` with ``a_b = |q_b||k_b|`` for a law with declared SO(2) planes, else
+    :class:`HaarCoordinate` ``(d, |q||k|)``.  Never the law's own Monte Carlo limit: a law whose walk does not reach
+    the claim's law (its premise fails, :mod:`stylized.theory.premises`) is then refused by the checks, as it must
+    be.  The law's own limit, a self-consistency reference only, is :func:`self_consistency_law`.
 
     ``q`` and ``k``: non-zero finite vectors of the law's dimension ``d``."""
     from ..laws.base import StepLaw
@@ -420,4 +421,15 @@ def far_score_law(family, q: np.ndarray, k: np.ndarray):
     for name, v in (("q", q), ("k", k)):
         if not np.any(v):
             raise ValueError(f"{name} must be a non-zero vector")
-    return family.far_score_law(q, k)
+    return (UniformPhaseSum if family.planes else HaarCoordinate).of_law(family, q, k)
+
+
+def self_consistency_law(family, q: np.ndarray, k: np.ndarray):
+    """The law's *own* post-mixing law (:meth:`stylized.laws.base.StepLaw.far_score_law`) where it is a Monte Carlo
+    reference of its own steps (:class:`EstimatedScoreLaw`): a stationarity (self-consistency) reference, never C2's
+    verdict; ``None`` where the law's own limit is the claim's closed form or cannot be estimated."""
+    try:
+        own = family.far_score_law(np.asarray(q, dtype=float), np.asarray(k, dtype=float))
+    except ValueError:
+        return None
+    return own if isinstance(own, EstimatedScoreLaw) else None

@@ -1,9 +1,12 @@
 """An *estimated* post-mixing score law: a Monte Carlo reference sample of ``s = qᵀ P_n k`` (claims C2, C3).
 
-A law with no closed-form post-mixing law (neither isotropic and orthogonal — the Haar coordinate — nor
-commuting planes whose angles equidistribute — uniform phases; see
-:attr:`stylized.laws.base.StepLaw.post_mixing_law`) is compared with a reference sample of its own far
-scores, drawn once on a stream of its own (never a check's) at a route length well past its window:
+A law's *own* limit, for a law with no closed-form post-mixing law (neither isotropic and orthogonal — the Haar
+coordinate — nor commuting planes whose angles equidistribute — uniform phases; see
+:attr:`stylized.laws.base.StepLaw.post_mixing_law`): a reference sample of its own far scores, drawn once on a
+stream of its own (never a check's) at a route length well past its window.  It is a *self-consistency*
+(stationarity) reference only: C2 and C3 compare every law with the claim's law
+(:func:`stylized.theory.score_laws.far_score_law`), since a law whose walk never reaches the claim's law is
+stationary too (:mod:`stylized.theory.premises`).
 
 * route length ``n = ⌈4·W(0.01)⌉`` with ``W`` the window at the *low* end of the law's 95% interval for
   ``γ`` (:attr:`~stylized.laws.base.StepLaw.gap_interval`), so ``||E[P_n]||_op ≤ 10⁻⁸`` even there;

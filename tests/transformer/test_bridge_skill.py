@@ -43,7 +43,18 @@ def test_bad_rows_are_refused():
         skill_table([])
 
 
-def test_without_a_rope_row_only_the_flat_null_is_judged():
-    other = [1.0, 1.5, 2.0, 2.5]
-    t = skill_table([_row("x", other, other), _row("y", other, other)], n_boot=100)
-    assert list(t["pooled"]) == ["flat"] and t["positive_skill"]
+def test_without_a_rope_row_the_like_rope_null_is_not_judged():
+    other, second = [1.0, 1.5, 2.0, 2.5], [1.0, 1.2, 1.4, 1.6]
+    t = skill_table([_row("x", other, other), _row("y", second, second)], n_boot=100)
+    assert list(t["pooled"]) == ["flat", "others-median"] and t["positive_skill"]
+
+
+def test_the_same_information_null_is_the_median_of_the_other_variants():
+    curves = {"a": [1.0, 2.0, 2.0, 2.0], "b": [1.0, 4.0, 4.0, 4.0], "c": [1.0, 8.0, 8.0, 8.0]}
+    t = skill_table([_row(v, c, c) for v, c in curves.items()], n_boot=100)
+    a = next(v for v in t["variants"] if v["variant"] == "a")
+    assert a["error_others-median"] == pytest.approx(math.log(6.0 / 2.0))  # median of 4 and 8 is 6
+    # a forecast that is the others' median itself has no skill against that null (the mutant the null catches)
+    med = skill_table([_row("a", curves["a"], [1.0, 6.0, 6.0, 6.0]), _row("b", curves["b"], [1.0, 5.0, 5.0, 5.0]),
+                       _row("c", curves["c"], [1.0, 3.0, 3.0, 3.0])], n_boot=200)
+    assert med["pooled"]["others-median"]["skill"] == pytest.approx(0.0) and not med["positive_skill"]

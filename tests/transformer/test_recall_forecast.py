@@ -71,14 +71,14 @@ def test_token_laws_are_laws(model):
     assert np.allclose(mk.transition.sum(1), 1.0) and (mk.transition > 0).all()
     with pytest.raises(ValueError, match="version"):
         token_law(rec, "zipf")
-    rows = forecast_accuracy(rec, [16, 128], "task", trials=16)
+    rows = forecast_accuracy(rec, [16, 128], "task-layout", trials=16)
     assert [r["distance"] for r in rows] == [16, 128] and all(0 <= r["lo"] <= r["p1"] <= r["hi"] <= 1 for r in rows)
 
 
 def _run(variant, curve):
     fc = [{"distance": d, "p1": p} for d, p in curve.items()]
     return {"variant": variant, "seed": 0, "head": 0, "offset": 1,
-            "forecast": {"unigram": fc, "markov": fc, "task": fc}}
+            "forecast": {"unigram": fc, "markov": fc, "task-layout": fc}}
 
 
 def test_judge_rule():
@@ -93,3 +93,24 @@ def test_judge_rule():
     want = (abs(math.log(512 / 256)) + abs(math.log(64 / CENSORED))) / 2
     assert math.isclose(v["mae_ln_horizon"]["unigram"], want)
     assert math.isclose(v["mae_ln_horizon"]["keeps"], abs(math.log(CENSORED / 256)) / 2)
+
+
+def test_the_scored_process_reads_no_horizon():
+    """The scored token process is fixed (Markov) whatever the errors; every process gets skill intervals."""
+    from simulations.transformer.recall_forecast_run import SCORED, _renamed, skill_interval
+
+    measured = {v: {"cells": {64: {"mean": 0.9}, 128: {"mean": 0.9}, 256: {"mean": 0.3}}} for v in "abc"}
+    good = [{"distance": d, "p1": p} for d, p in {64: 0.9, 128: 0.9, 256: 0.1}.items()]
+    bad = [{"distance": d, "p1": p} for d, p in {64: 0.1, 128: 0.1, 256: 0.1}.items()]
+    runs = [{"variant": v, "seed": 0, "head": 0, "offset": 1,
+             "forecast": {"unigram": bad, "markov": bad, "task-layout": good}} for v in "abc"]
+    v = judge(runs, measured)
+    assert v["scored"] == SCORED == "markov" and "kept" not in v  # the best process (task-layout) is not chosen
+    assert v["n_holding"] == 0 and v["mae_ln_horizon"]["task-layout"] == 0.0
+    assert set(v["skill"]) == {"unigram", "markov", "task-layout"}
+    s = v["skill"]["task-layout"]["keeps"]
+    assert s["skill"] == 1.0 and s["ci_low"] <= s["skill"] <= s["ci_high"]
+    iv = skill_interval([0.1, 0.2, 0.3], [0.0, 0.0, 0.0])
+    assert iv["skill"] is None  # an exact null: skill undefined, not NaN
+    old = _renamed({"forecast": {"unigram": [], "markov": [], "task": []}})
+    assert set(old["forecast"]) == {"unigram", "markov", "task-layout"}
