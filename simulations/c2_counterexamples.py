@@ -19,13 +19,14 @@ import math
 from pathlib import Path
 
 from stylized.core.options import Int
-from stylized.harness.registry import Check, Mutant, Option, headline, patched, register
+from stylized.harness.registry import Check, Mutant, Option, Theory, headline, patched, register, scaled
 from stylized.harness.results import load_result
 from stylized.laws.registry import make_family
 from stylized.theory.premises import Premises, measure_premises
 from stylized.theory.score_laws import far_score_law, self_consistency_law
 
 from . import haar_law
+from ._score_law_mutants import scaled_law
 
 NAME = "c2-counterexamples"
 COUNTEREXAMPLES = ("coord-reflection", "lattice-angle")
@@ -131,6 +132,14 @@ CHECK = register(Check(
                     "harmonic gap of degree ≥ 2, no SO(2) phase gap)", patched(haar_law.__name__, "measure_premises",
                                                                               _gamma1_only))),
     reduced={"d": 16, "trials": 20000},
+    theories=(Theory("F_s", "the claim's post-mixing law of s = qᵀP_n k that each counterexample is refused against "
+                      "(Haar coordinate, uniform phases) in scale: its CDF F(x/factor) and E[s²]·factor² (a "
+                      "counterexample's scores are far from it at any scale: expected to flip at no error)",
+                      lambda f: scaled_law(haar_law.__name__, s_factor=f)),
+              Theory("ρ(E[π_ℓ(M)])", "the closed-form harmonic spectral radius behind the premise (coord-reflection's "
+                     "degree-2 radius 1) times factor: lowered, the premise gap turns positive and the counterexample "
+                     "is no longer refused by its premise", scaled("stylized.theory.premises", "_closed_radius"),
+                     sides=(-1,))),
     section=section,
     validate=_validate,
 ))

@@ -90,10 +90,18 @@ def transport(family, n: int, size: int, seed, q: np.ndarray, k: np.ndarray, bac
 
 
 def _route_length(params: dict, fam) -> int:
-    """The route length of ``fam``: ``--n``, else ``⌈3·W(0.01)⌉`` (refused, naming ``--n``, when the law never mixes
-    or that default exceeds 10^5 steps; :func:`default_route_length`).  ``--n 0`` is refused: n = 0 transports
-    nothing, a constant score, no law."""
-    return default_route_length(params, fam, "n", law_setting(fam, params))
+    """The route length of ``fam``: ``--n``, else ``⌈3·W(0.01)⌉`` with ``W`` the slower of the first-moment window and
+    the measured premise window (:meth:`~stylized.theory.premises.Premises.window`: the degree-2 gap sets how fast
+    ``E[s²]`` reaches ``1/d``); refused, naming ``--n``, when the law never mixes or that default exceeds 10^5 steps
+    (:func:`default_route_length`).  ``--n 0`` is refused: n = 0 transports nothing, a constant score, no law."""
+    n = default_route_length(params, fam, "n", law_setting(fam, params))
+    if params["n"] is not None:
+        return n
+    w = 3 * measure_premises(fam).window(0.01)
+    if w > 10**5:
+        raise ValueError(f"--n: the default ⌈3·W(0.01)⌉ = {w:.3g} from the measured premise gaps of "
+                         f"{law_setting(fam, params)} exceeds 10^5 (it mixes too slowly); give --n")
+    return max(n, int(w))
 
 
 def _entries(params: dict) -> list:
@@ -144,7 +152,7 @@ def _family_part(fam, law, n, params, seed, backend, ts):
                      "bound": None if b is None else float(b),
                      "bound_kind": "upper bound on P(s ≥ t)" if b is not None else None, "law": law.name,
                      "in_verdict": bool(min(th, 1 - th) * s.size >= MIN_COUNT), "_hits": hits, "_theory_ci": th_ci})
-    part = {"family": fam.name, "d": d, "n": n, "W": fam.mixing_window(0.01), "W_kind": fam.theory_kind,
+    part = {"family": fam.name, "d": d, "n": n, "W": fam.mixing_window(0.01), "W_premise": prem.window(0.01), "W_kind": fam.theory_kind,
             "law": law.name, "law_kind": law.theory_kind,
             "ks_stat": None if ks is None else float(ks.statistic), "ks_pvalue": None if ks is None else float(ks.pvalue),
             "unmixed_probability": unmixed,
@@ -268,16 +276,16 @@ def plot(result: dict, outdir: Path) -> list[Path]:
     ax1.set_ylim(bottom=min(lows))
     ax1.set_xlabel(r"far score $s = q^\top P_n k$ (unit $q = k$)")
     ax1.set_ylabel("density")
-    ax1.set_title("C2: far-score laws (dashed: exact density)")
+    ax1.set_title("C2: far-score laws (dashed: the claim's exact density)")
     ax2.set_yscale("log")
     ax2.set_ylim(max(0.2 / p["trials"], 1e-9), 1.5)
     sp.noise_floor(ax2, 3.0 / p["trials"], label=r"unresolved: $< 3/n$ (▽: CI upper end)")
-    ax2.plot([], [], "k--", lw=1.0, label="exact law")
+    ax2.plot([], [], "k--", lw=1.0, label="claim's law (Haar coordinate / uniform phase, exact)")
     ax2.plot([], [], "k:", lw=1.0, label="bound")
     ax2.plot([], [], "k-", lw=0.9, alpha=0.6, label="empirical tail")
     ax2.set_xlabel(r"threshold $t$")
     ax2.set_ylabel(r"$P(s \geq t)$")
-    ax2.set_title("tails: measured vs exact law and bound")
+    ax2.set_title("tails: measured vs the claim's law and bound")
     fig.legend(*ax2.get_legend_handles_labels(), loc="outside upper center", ncol=4)
     fam_txt = ", ".join(f"{f['family']} n={f['n']} (W={f['W']:g})" for f in result["families"])
     sp.caption(fig, f"d={p['d']}; {fam_txt}; {p['trials']:,} trials per family, seed {p['seed']}; real transport, k = q; bars: 95% CI")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -112,3 +113,13 @@ def test_cli_premises(capsys):
     with pytest.raises(SystemExit) as e:
         main(["premises", "--family", "householder", "--d", "1"])
     assert e.value.code == 2 and "--d" in capsys.readouterr().err
+
+
+def test_the_premise_window_is_the_slowest_measured_gap():
+    hh = measure_premises(make_family("householder", 16))  # γ₁ = 2/d, degree 2: 4/(d+2), degree 4 faster still
+    gaps = [g for g in hh.gaps if g.status == "holds"]
+    slowest = min(g.low for g in gaps)
+    assert hh.window(0.01) == math.ceil(math.log(0.01) / math.log1p(-slowest))
+    assert measure_premises(make_family("haar", 8)).window(0.01) == 0  # every gap is 1: mixed after one step
+    refl = measure_premises(make_family("coord-reflection", 8))  # the failed degree-2 gap sets no window
+    assert refl.window(0.01) == math.ceil(math.log(0.01) / math.log1p(-2 / 8))

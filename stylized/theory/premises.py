@@ -25,6 +25,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from ..core._broadcast import check_instance
+from ..core.options import arg_int
 from . import premise_estimates as pe
 
 __all__ = ["Gap", "Premises", "measure_premises", "reflection_harmonic_eigenvalue", "ZERO"]
@@ -81,6 +83,17 @@ class Premises:
     def periodic(self) -> bool:
         return any(bool(g.periodic) for g in self.gaps)
 
+    def window(self, eps: float) -> float:
+        """The slowest measured window ``max_ℓ ⌈ln ε / ln(1 − gap_ℓ)⌉`` over the gaps that hold (each at its 95% lower
+        end): after it every measured harmonic is below ``ε`` (degree 2: ``E[s²]`` within ``ε`` of ``1/d``).  ``0`` when
+        no gap holds (a failed premise refuses the claim on its own; see :attr:`holds`)."""
+        out = 0.0
+        for g in self.gaps:
+            if g.status == "holds":
+                low = min(g.low if g.low is not None else g.value, 1.0)
+                out = max(out, 0.0 if low >= 1.0 else math.ceil(math.log(eps) / math.log1p(-low)))
+        return out
+
     def note(self, claim: str = "C2") -> str:
         """``"premise fails: harmonic gap of degree 2 is 0 — C2 cannot hold"``, or ``""`` when none fails."""
         return f"premise fails: {'; '.join(self.failures)} — {claim} cannot hold" if self.failures else ""
@@ -92,7 +105,12 @@ class Premises:
 
 def reflection_harmonic_eigenvalue(d: int, ell: int) -> float:
     """``E[π_ℓ(M)]`` for a uniform reflection ``M = I − 2wwᵀ`` (isotropic: a scalar on ``H_ℓ``) by characters:
-    ``(χ_{Sym^ℓ} − χ_{Sym^{ℓ−2}})/dim H_ℓ``, ``χ_{Sym^m}(M) = Σ_j (−1)^j C(m−j+d−2, d−2)`` (ℓ = 2: ``1 − 4/(d+2)``)."""
+    ``(χ_{Sym^ℓ} − χ_{Sym^{ℓ−2}})/dim H_ℓ``, ``χ_{Sym^m}(M) = Σ_j (−1)^j C(m−j+d−2, d−2)`` (ℓ = 2: ``1 − 4/(d+2)``).
+
+    (claim C2's premise, *derived*) ``d`` an integer in ``[2, 4096]``, ``ell`` (ℓ) an integer in ``[1, 64]``."""
+    d = arg_int("d", d, 2, 4096)
+    ell = arg_int("ell", ell, 1, 64)
+
     def sym(m: int) -> int:
         return sum((-1) ** j * math.comb(m - j + d - 2, d - 2) for j in range(m + 1)) if m >= 0 else 0
     return (sym(ell) - sym(ell - 2)) / pe.harmonic_dimension(d, ell)
@@ -176,9 +194,19 @@ def measure_premises(law, *, seed: int = 0, K: int = 8, degrees: tuple[int, ...]
                      samples: int = 4000) -> Premises:
     """The premises of C2/C3 for ``law`` (a :class:`~stylized.laws.base.StepLaw`): ``γ₁``, the harmonic gaps of
     ``degrees`` (a Haar claim), and for SO(2) planes the phase gaps ``k = 1 … K``; ``samples`` draws behind each
-    Monte Carlo operator (on reference streams keyed by ``seed``, never a check's)."""
-    if not isinstance(K, int) or not 1 <= K <= 64:
-        raise ValueError(f"K must be an integer in [1, 64], got {K!r}")
+    Monte Carlo operator (on reference streams keyed by ``seed``, never a check's).
+
+    (claim C2's premise, *derived*: a gap of ``E[M]`` alone is the degree-1 harmonic only.)  ``seed`` an integer
+    ≥ 0, ``K`` in ``[1, 64]``, ``degrees`` a tuple of integers in ``[2, 8]``, ``samples`` in ``[100, 10⁶]``."""
+    from ..laws.base import StepLaw
+
+    check_instance("law", law, StepLaw, "a step law (StepLaw, see make_family)")
+    seed = arg_int("seed", seed, 0, 2**63 - 1)
+    K = arg_int("K", K, 1, 64)
+    samples = arg_int("samples", samples, 100, 10**6)
+    if not isinstance(degrees, (tuple, list)) or not degrees:
+        raise ValueError(f"degrees must be a non-empty tuple of integers in [2, 8], got {degrees!r}")
+    degrees = tuple(arg_int("degrees", ell, 2, 8) for ell in degrees)
     gaps = [_first(law)] + [_degree(law, ell, samples, seed) for ell in degrees]
     if law.planes:
         gaps += _phase_gaps(law, K, max(samples, 20000), seed)
