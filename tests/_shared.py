@@ -3,10 +3,13 @@ parameters, and the one comparison of two samples in law."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 
 from stylized.core.backend import cupy_available
+from stylized.laws.base import StepLaw
 
 needs_gpu = pytest.mark.skipif(not cupy_available(), reason="CuPy with a CUDA GPU is not available here")
 
@@ -79,3 +82,16 @@ def report_fuzz(suite: str, tried: dict, failed: dict) -> None:
     if os.environ.get("STYLIZED_FUZZ_REPORT"):
         with open(os.environ["STYLIZED_FUZZ_REPORT"], "a") as f:
             f.write(json.dumps({"suite": suite, **report}) + "\n")
+
+
+@dataclass(frozen=True)
+class UserReflection(StepLaw):
+    """A user's law, only ``d`` and ``sample``: dense reflections ``I − 2wwᵀ`` (no closed-form mean, isotropy not
+    declared, so every theory and premise is estimated: E[M] by Monte Carlo, the post-mixing law by a reference sample)."""
+
+    d: int
+
+    def sample(self, xrng, shape, xp=np):
+        g = xrng.standard_normal(tuple(shape) + (self.d,))
+        w = g / xp.linalg.norm(g, axis=-1, keepdims=True)
+        return xp.eye(self.d) - 2.0 * w[..., :, None] * w[..., None, :]

@@ -14,18 +14,7 @@ from stylized.laws.base import StepLaw
 from stylized.laws.registry import make_family
 from stylized.theory import premise_estimates as pe
 from stylized.theory.premises import measure_premises, reflection_harmonic_eigenvalue
-
-
-@dataclass(frozen=True)
-class DenseReflection(StepLaw):
-    """A user's law: dense Householder reflections (no closed forms: every premise is estimated)."""
-
-    d: int
-
-    def sample(self, xrng, shape, xp=np):
-        g = xrng.standard_normal(tuple(shape) + (self.d,))
-        w = g / xp.linalg.norm(g, axis=-1, keepdims=True)
-        return xp.eye(self.d) - 2.0 * w[..., :, None] * w[..., None, :]
+from tests._shared import UserReflection
 
 
 @dataclass(frozen=True)
@@ -80,7 +69,7 @@ def test_counterexamples_fail_their_premise_with_the_reason():
 def test_estimated_premises_cover_the_closed_form_and_find_exact_fixed_points():
     """A dense user reflection (estimated) brackets the reflection's closed forms; a dense coordinate reflection's
     estimated degree-2 operator has an exact fixed point, so its premise fails without any closed form."""
-    p = measure_premises(DenseReflection(5))
+    p = measure_premises(UserReflection(5))
     for g, ell in zip(p.gaps[1:], (2, 4)):
         exact = 1 - reflection_harmonic_eigenvalue(5, ell)
         assert g.kind.startswith("estimated") and g.low <= exact <= g.high, (g, exact)

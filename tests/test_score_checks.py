@@ -13,7 +13,7 @@ from stylized.cli.app import main
 from stylized.harness.registry import get_check
 from stylized.harness.results import run_check
 from stylized.laws.families import StepLaw
-from tests._shared import SCORE_SMALL
+from tests._shared import SCORE_SMALL, UserReflection
 
 CONTRACT = {"claim", "params", "holds", "rows", "seconds", "headline"}
 ROW_KEYS = {"estimate", "ci_low", "ci_high", "theory", "n_samples"}
@@ -172,19 +172,6 @@ def test_bad_parameters_exit_2(args, word, capsys):
 # ---------------------------------------------------------------------------------------
 # haar-law and score-gap on every O(d) law: odd d, cayley (estimated E[M]), a user's law (estimated post-mixing law)
 # ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class UserReflection(StepLaw):
-    """A user's law, only ``d`` and ``sample``: dense reflections ``I − 2wwᵀ`` (no closed-form mean, isotropy not
-    declared, so every theory is estimated: E[M] by Monte Carlo, the post-mixing law by a reference sample)."""
-
-    d: int
-
-    def sample(self, xrng, shape, xp=np):
-        g = xrng.standard_normal(tuple(shape) + (self.d,))
-        w = g / xp.linalg.norm(g, axis=-1, keepdims=True)
-        return xp.eye(self.d) - 2.0 * w[..., :, None] * w[..., None, :]
-
-
 @dataclass(frozen=True)
 class Frozen(StepLaw):
     """A user's law that never mixes: ``M = I``."""

@@ -37,39 +37,36 @@ def dense_route_queries_numpy(steps: np.ndarray, q: np.ndarray) -> np.ndarray:
     return out
 
 
+@numba.njit(cache=True, error_model="numpy")
+def _dense_route_chain(steps: np.ndarray, q: np.ndarray, out: np.ndarray, r: int) -> None:  # pragma: no cover
+    """Route ``r``'s chain ``out[r, n] = out[r, n−1] · steps[r, n]`` from ``out[r, 0] = q`` (one order of sums)."""
+    N, d = steps.shape[1], steps.shape[2]
+    for j in range(d):
+        out[r, 0, j] = q[j]
+    for n in range(1, N):
+        for j in range(d):
+            out[r, n, j] = 0.0
+        for i in range(d):
+            ui = out[r, n - 1, i]
+            for j in range(d):
+                out[r, n, j] += ui * steps[r, n, i, j]
+
+
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def dense_route_queries_numba(steps: np.ndarray, q: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
     """The Numba twin of :func:`dense_route_queries_numpy`: one compiled chain per route, routes in parallel."""
-    R, N, d = steps.shape[0], steps.shape[1], steps.shape[2]
-    out = np.empty((R, N, d))
-    for r in numba.prange(R):
-        for j in range(d):
-            out[r, 0, j] = q[j]
-        for n in range(1, N):
-            for j in range(d):
-                out[r, n, j] = 0.0
-            for i in range(d):
-                ui = out[r, n - 1, i]
-                for j in range(d):
-                    out[r, n, j] += ui * steps[r, n, i, j]
+    out = np.empty((steps.shape[0], steps.shape[1], steps.shape[2]))
+    for r in numba.prange(steps.shape[0]):
+        _dense_route_chain(steps, q, out, r)
     return out
 
 
 @numba.njit(cache=True, error_model="numpy")
 def dense_route_queries_serial(steps: np.ndarray, q: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
     """:func:`dense_route_queries_numba` on the calling thread (the same sums in the same order: equal results)."""
-    R, N, d = steps.shape[0], steps.shape[1], steps.shape[2]
-    out = np.empty((R, N, d))
-    for r in range(R):
-        for j in range(d):
-            out[r, 0, j] = q[j]
-        for n in range(1, N):
-            for j in range(d):
-                out[r, n, j] = 0.0
-            for i in range(d):
-                ui = out[r, n - 1, i]
-                for j in range(d):
-                    out[r, n, j] += ui * steps[r, n, i, j]
+    out = np.empty((steps.shape[0], steps.shape[1], steps.shape[2]))
+    for r in range(steps.shape[0]):
+        _dense_route_chain(steps, q, out, r)
     return out
 
 
