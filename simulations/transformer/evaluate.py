@@ -327,11 +327,14 @@ def evaluate_checkpoint(
     on_rows: Callable[[list[dict]], None] | None = None,
     cache_tag: str | None = None,
     progress: bool = False,
+    cache_dir: str | os.PathLike | None = None,
 ) -> list[dict]:
     """Load a checkpoint and return its summary rows (per-window losses cached beside it).
 
     ``cache_tag`` names a cache of its own (``<name>-<tag>.json``) for an evaluation outside the preset's
     multiples, so that it never replaces the comparison's cache.
+
+    ``cache_dir`` puts that cache in another folder (an exploratory run's, never beside the committed caches).
 
     ``on_rows``, if given, receives the summary rows of the multiples evaluated so far after each one.
     ``progress`` shows a bar of the evaluated tokens when the losses are computed (not read from the cache).
@@ -351,6 +354,8 @@ def evaluate_checkpoint(
         cpath = cpath.with_name(f"{cpath.stem}-{ecfg.windows}-windows.json")
     if cache_tag:
         cpath = cpath.with_name(f"{cpath.stem}-{cache_tag}.json")
+    if cache_dir is not None:
+        cpath = Path(cache_dir) / cpath.name
     losses = read_loss_cache(cpath, key, fields=EVAL_FIELDS) if cache else None
     if losses is None:
         if cache:  # before the work: the cache can be written beside the checkpoints

@@ -56,10 +56,12 @@ def paired_delta(a: dict[int, dict], b: dict[int, dict], multiple: int, metric: 
 
 
 def run_long_eval(root: Path, preset: str = "cpu-long", seed: int = 0, variants=DEFAULT_VARIANTS,
-                  multiples=DEFAULT_MULTIPLES, train_missing: bool = True, log=print) -> dict:
+                  multiples=DEFAULT_MULTIPLES, train_missing: bool = True, log=print,
+                  cache_dir: Path | None = None) -> dict:
     """Evaluate (training only what is missing) and return the result: rows per variant and multiple (both
     metrics, with the paper's ratio at the same absolute length), the learned-qk − learned-qkv differences, and
-    whether each checkpoint is the one the comparison evaluated."""
+    whether each checkpoint is the one the comparison evaluated.  ``cache_dir``: where this evaluation's own
+    per-window caches go (default: beside the comparison's; an exploratory run gives its own folder)."""
     from .data import load_corpus
     from .evaluate import EvalConfig, eval_cache_path, evaluate_checkpoint, parse_losses, window_ends
     from .presets import get_preset
@@ -87,13 +89,14 @@ def run_long_eval(root: Path, preset: str = "cpu-long", seed: int = 0, variants=
             train(v, preset, seed=seed, resume=True, ckpt=path, corpus=corpus, progress=False, device="cpu")
         tag = f"to{top}x"
         log(f"[long-eval] evaluating {v} seed {seed}")
-        for r in evaluate_checkpoint(path, ecfg, corpus, 0, "cpu", cache_tag=tag):
+        for r in evaluate_checkpoint(path, ecfg, corpus, 0, "cpu", cache_tag=tag, cache_dir=cache_dir):
             tokens = int(r["multiple"]) * L_train
             rows.append({**{k: r[k] for k in ("variant", "multiple", "ratio", "ci_low", "ci_high", "ratio_all",
                                               "ci_low_all", "ci_high_all", "ppl", "ppl_all", "n_windows")},
                          "tokens": tokens, "paper": paper_at_tokens(v, tokens)})
         canon = eval_cache_path(path)  # the comparison's cache, and this evaluation's own (both keyed by the weights)
-        mine = json.loads(canon.with_name(f"{canon.stem}-{tag}.json").read_text())
+        mine = json.loads((Path(cache_dir) if cache_dir else canon.parent).joinpath(f"{canon.stem}-{tag}.json")
+                          .read_text())
         losses[v] = parse_losses(mine["losses"])
         digest = mine["key"]["weights"]
         saved = read_cache(canon, "long-eval", need=("key",))  # unusable: named, and the run counts as not evaluated
@@ -234,7 +237,7 @@ def cmd_long_eval(args) -> int:
 
     torch.set_num_threads(args.threads)
     res = run_long_eval(results_root(), args.preset, args.seed, variants, multiples,
-                        train_missing=not args.no_train)
+                        train_missing=not args.no_train, cache_dir=None if dest.canonical else dest.root / "eval")
     atomic_write_text(out, json.dumps(to_jsonable(res), indent=1) + "\n")
     fig = plot_long_eval(res, out.with_name(f"transformer_to{max(multiples)}x.png"))
     if dest.canonical:

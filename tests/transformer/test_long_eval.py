@@ -51,6 +51,11 @@ def test_end_to_end_on_the_smoke_preset(tmp_path):
     assert caches == ["learned-qk-to8x.json", "learned-qkv-to8x.json"]  # never the comparison's cache names
     again = le.run_long_eval(tmp_path, "smoke", 0, ("learned-qk", "learned-qkv"), (2, 8), train_missing=False)
     assert again["rows"] == res["rows"]  # the caches, the same numbers
+    elsewhere = le.run_long_eval(tmp_path, "smoke", 0, ("learned-qk",), (4,), train_missing=False,
+                                 cache_dir=tmp_path / "exploratory" / "eval")  # an exploratory run's own caches
+    assert [p.name for p in (tmp_path / "exploratory" / "eval").glob("*.json")] == ["learned-qk-to4x.json"]
+    assert sorted(p.name for p in (tmp_path / "runs" / "smoke" / "eval" / "smoke").glob("*.json")) == caches
+    assert {r["multiple"] for r in elsewhere["rows"]} == {1, 4}
     gone = le.run_long_eval(tmp_path, "smoke", 1, ("learned-qk",), (2,), train_missing=False, log=logs.append)
     assert gone["missing"] == ["learned-qk"] and gone["rows"] == [] and any("--no-train" in x for x in logs)
     out = le.result_path(tmp_path / "transformer", "smoke", 8)
