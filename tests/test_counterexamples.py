@@ -63,3 +63,11 @@ def test_haar_law_refuses_at_even_and_odd_n_by_its_tests_alone():
 def test_c2_counterexamples_check_holds_and_its_mutant_flips():
     table = mutation_table(get_check("c2-counterexamples"))
     assert table["unmutated_holds"] and table["ok"]
+
+
+def test_c2_counterexamples_runs_at_odd_d_on_the_reflection_law():
+    from simulations import c2_counterexamples as c2
+
+    r = c2.run({**c2.CHECK.defaults(), "d": 7, "trials": 5000}, seed=0, backend="numpy", progress=False)
+    assert {x["family"] for x in r["rows"]} == {"coord-reflection"}  # lattice-angle needs SO(2) planes (even d)
+    assert {x["parity"] for x in r["rows"]} == {"even", "odd"} and r["holds"]
