@@ -64,8 +64,8 @@ def pattern_text(directory: Path, r: dict) -> str:
 
 
 def magnitude_level(directory: Path) -> dict | None:
-    path = directory / "transformer" / "c6_magnitude.json"
-    return json.loads(path.read_text()) if path.exists() else None
+    """The measured levels of the magnitude verdicts (``c6_magnitude.json``), or ``None`` where never measured."""
+    return load_result(directory, "c6_magnitude.json")
 
 
 def magnitude_cells(directory: Path, r: dict, x: dict, metric: str, magnitude: dict | None) -> tuple[str, str]:
