@@ -59,7 +59,7 @@ property: setup
 	$(BIN)/python -m pytest -q -m property
 
 fuzz: setup
-	$(BIN)/python -m pytest -q -m slow tests/test_fuzz_cli.py tests/test_fuzz_api.py tests/transformer/test_file_faults_slow.py tests/transformer/test_file_faults_slow_options.py
+	$(BIN)/python -m pytest -q -m slow tests/cli/test_fuzz_cli.py tests/harness/test_fuzz_api.py tests/transformer/train/test_file_faults_slow.py tests/transformer/test_file_faults_slow_options.py
 
 falsify: setup
 	$(BIN)/stylized falsify

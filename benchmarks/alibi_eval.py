@@ -1,7 +1,7 @@
 """ALiBi evaluation rows of ``stylized bench`` (need torch): the efficient SDPA path against RoPE and the old 3-D mask.
 
 The cpu preset's model (``L_train = 64``) evaluated without gradients on one sequence of 64 × ``L_train`` = 4,096
-tokens, one torch thread: ALiBi with its 4-D mask (:func:`simulations.transformer.attention_bias.biased_attention`)
+tokens, one torch thread: ALiBi with its 4-D mask (:func:`simulations.transformer.model.attention_bias.biased_attention`)
 against RoPE (goal: ≤ 1.3× RoPE's time per token, issue 38) and against the same ALiBi model given the 3-D
 ``[H, n, b]`` mask it had before (SDPA's math kernel).  Peak memory: growth of the process's resident peak (VmHWM,
 reset before the pass) during one forward pass of ours, in MiB.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .runner import row as _row
+from .timing import row as _row
 
 __all__ = ["bench_rows", "MULTIPLE"]
 
@@ -37,16 +37,16 @@ def bench_rows(repeat: int) -> list[dict]:
     import torch
     import torch.nn.functional as F
 
-    from simulations.transformer import attention_bias
-    from simulations.transformer.model import GPT
-    from simulations.transformer.train import make_configs
+    from simulations.transformer.model import attention_bias
+    from simulations.transformer.model.gpt import GPT
+    from simulations.transformer.model.presets import Preset
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         models = {}
         for variant in ("rope", "alibi"):
-            mcfg, _, _ = make_configs(variant, "cpu")
+            mcfg = Preset.from_name("cpu", variant=variant).model
             torch.manual_seed(0)
             models[variant] = GPT(mcfg).eval()
         L = mcfg.block_size * MULTIPLE

@@ -15,14 +15,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .runner import row as _row
+from .timing import row
 
 __all__ = ["bench_rows"]
 
 
 def _dense_householder():
     from stylized import StepLaw
-    from stylized.laws.step_ops import uniform_sphere
+    from stylized.core.step_ops import uniform_sphere
 
     @dataclass(frozen=True)
     class DenseHouseholder(StepLaw):
@@ -70,17 +70,17 @@ def bench_rows(repeat: int) -> list[dict]:
         steps = law.sample(np.random.default_rng(1), (size, nmax), np)
         q = np.full(d, 1.0 / np.sqrt(d))
         law.route_queries(steps[:1, :2], q)  # compile before timing
-        rows.append(_row(f"generic dense law, NumPy twin (one batched product per step), {size} routes × {nmax} steps, "
+        rows.append(row(f"generic dense law, NumPy twin (one batched product per step), {size} routes × {nmax} steps, "
                          f"d={d}", "kernel", "NumPy per-step loop (one m_nᵀu per route and step)",
                          lambda steps=steps, q=q: dense_route_queries_numpy(steps, q),
                          lambda steps=steps, q=q: _per_step_loop(steps, q), repeat))
         for name, kernel in (("1 thread", dense_route_queries_serial),
                              (f"{numba.get_num_threads()} threads (prange)", dense_route_queries_numba)):
-            rows.append(_row(f"dense kernel on {name}, {size} routes × {nmax} steps, d={d}", "kernel",
+            rows.append(row(f"dense kernel on {name}, {size} routes × {nmax} steps, d={d}", "kernel",
                              "NumPy per-step loop (one m_nᵀu per route and step)",
                              lambda kernel=kernel, steps=steps, q=q: kernel(steps, q),
                              lambda steps=steps, q=q: _per_step_loop(steps, q), repeat))
-        rows.append(_row(f"generic dense law: u_n = P_nᵀq on pre-drawn steps, {size} routes × {nmax} steps, d={d} "
+        rows.append(row(f"generic dense law: u_n = P_nᵀq on pre-drawn steps, {size} routes × {nmax} steps, d={d} "
                          f"(StepLaw.route_queries: the compiled kernel on {dense_threads()} thread(s), chosen by "
                          "measurement)", "kernel", "NumPy per-step loop (one m_nᵀu per route and step)",
                          lambda law=law, steps=steps, q=q: law.route_queries(steps, q),
@@ -92,7 +92,7 @@ def bench_rows(repeat: int) -> list[dict]:
     ns = np.array([1, 8, nmax])
     q = np.full(d, 1.0 / np.sqrt(d))
     sample_overlaps(hh, ns, 4, 0, "numba")  # compile before timing
-    rows.append(_row(f"Householder Numba kernel vs the generic dense path, qᵀP_n q incl. draws, {size} chains × {nmax} "
+    rows.append(row(f"Householder Numba kernel vs the generic dense path, qᵀP_n q incl. draws, {size} chains × {nmax} "
                      f"steps, d={d}", "sampler", "generic dense path (walk_scores on dense Householder matrices)",
                      lambda: sample_overlaps(hh, ns, size, 1, "numba", q=q),
                      lambda: law.walk_scores(ns, size, np.random.default_rng(1), np, q=q), repeat))

@@ -10,11 +10,7 @@ rows of other modules are collected from :data:`OTHER_MODULES` (``bench_rows(rep
 Goals of issue 8 on the 2-core CPU are attached to the rows they concern (``goal``, ``goal_met``).
 The end-to-end SO(2) sweep row (baseline ≈ 10 s) uses at most 2 repetitions.
 
-Example
--------
->>> ours, base = timed_pair(lambda: sum(range(10)), lambda: sum(range(1000)), repeat=3)
->>> ours > 0 and base > 0
-True
+Rows are timed by :mod:`benchmarks.timing`.
 """
 
 from __future__ import annotations
@@ -27,12 +23,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import tracemalloc
-from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["main", "collect_rows", "machine", "timed_pair", "row", "OTHER_MODULES"]
+__all__ = ["main", "collect_rows", "machine", "OTHER_MODULES"]
 
 OTHER_MODULES = ("benchmarks.scores", "benchmarks.laws", "benchmarks.startup", "benchmarks.alibi_eval",
                  "stylized.engine.lse")
@@ -57,38 +51,6 @@ def machine() -> dict:
             "threading_layer": layer, "svml": bool(numba.config.USING_SVML), "numpy": np.__version__,
             "numba": numba.__version__, "python": platform.python_version(), "platform": platform.platform(),
             "load_average": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None}
-
-
-def _peak_mib(fn: Callable[[], object]) -> float:
-    tracemalloc.start()
-    try:
-        fn()
-        return tracemalloc.get_traced_memory()[1] / 2**20
-    finally:
-        tracemalloc.stop()
-
-
-def timed_pair(ours: Callable[[], object], base: Callable[[], object], repeat: int) -> tuple[float, float]:
-    """Medians of ``repeat`` alternating timings of ``ours`` and ``base`` (one warm-up call each first)."""
-    ours()
-    base()
-    t_o, t_b = [], []
-    for _ in range(max(1, repeat)):
-        t0 = time.perf_counter()
-        ours()
-        t_o.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        base()
-        t_b.append(time.perf_counter() - t0)
-    return float(np.median(t_o)), float(np.median(t_b))
-
-
-def row(name: str, kind: str, baseline: str, ours, base, repeat: int, goal: str | None = None,
-         met: Callable[[float, float], bool] | None = None) -> dict:
-    s, b = timed_pair(ours, base, repeat)
-    return {"name": name, "kind": kind, "baseline": baseline, "seconds": s, "baseline_seconds": b,
-            "ratio": b / s if s > 0 else None, "peak_mib": round(_peak_mib(ours), 2), "goal": goal,
-            "goal_met": None if met is None else bool(met(s, b))}
 
 
 def _check_all_row() -> dict:

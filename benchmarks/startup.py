@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 
-from .runner import timed_pair
+from .timing import timed_pair
 
 __all__ = ["bench_rows", "GOALS"]
 

@@ -29,9 +29,11 @@ from pathlib import Path
 
 import torch
 
-from simulations.transformer import rotation
-from simulations.transformer.model import GPT, MAIN_VARIANTS, VARIANT_SPECS
-from simulations.transformer.train import RESULTS_DIR, make_configs
+from simulations.transformer.model import rotation
+from simulations.transformer.model.config import MAIN_VARIANTS, VARIANT_SPECS
+from simulations.transformer.model.gpt import GPT
+from simulations.transformer.model.presets import Preset
+from simulations.transformer.paths import results_root
 
 CHEAP = tuple(v for v in MAIN_VARIANTS if v != "path")
 
@@ -52,7 +54,8 @@ def step_times(preset: str, variants: list[str], reps: int, steps: int,
     timer = time.process_time if clock == "cpu" else time.perf_counter
     models, opts = {}, {}
     for v in variants:
-        mcfg, tcfg, _ = make_configs(v.split(":")[0], preset)
+        config = Preset.from_name(preset, variant=v.split(":")[0])
+        mcfg, tcfg = config.model, config.train
         torch.manual_seed(0)
         models[v] = GPT(mcfg)
         models[v].train()
@@ -87,7 +90,7 @@ def step_times(preset: str, variants: list[str], reps: int, steps: int,
 
 def eval_one(preset: str, variant: str, length: int) -> dict:
     """One no-grad forward pass at ``length`` tokens (run inside a fresh process)."""
-    mcfg, _, _ = make_configs(variant, preset)
+    mcfg = Preset.from_name(preset, variant=variant).model
     torch.manual_seed(0)
     model = GPT(mcfg).eval()
     x = torch.randint(0, mcfg.vocab_size, (1, length))
@@ -158,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
             evals.append(d)
             print(f"{v:<18}{d['seconds']:>9.2f}{d['peak_rss_mb']:>13.0f}"
                   f"{d['peak_growth_mb']:>11.0f}", flush=True)
-    out = Path(args.out) if args.out else RESULTS_DIR / f"bench_{args.preset}.json"
+    out = Path(args.out) if args.out else results_root() / f"bench_{args.preset}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"preset": args.preset, "step": steps_out, "eval": evals}, indent=2))
     print(f"wrote {out}")

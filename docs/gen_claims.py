@@ -265,8 +265,8 @@ def check_section(check, *, all_names, theory_claims, mutant_runs, false_rej, pa
 
 
 def generate(out: Path | str | None = None) -> list[Path]:
-    """Write the claim pages under ``out/claims/`` and the experiments' API pages under ``out/api/``;
-    returns the paths written (or left unchanged)."""
+    """Write the claim pages under ``out/claims/`` and the experiments' API pages under ``out/api/``, removing
+    the pages there of modules and claims that are gone; returns the paths written (or left unchanged)."""
     out = Path(out or DOCS / "_generated")
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
@@ -332,6 +332,9 @@ def generate(out: Path | str | None = None) -> list[Path]:
            "One module per paper check (each registers its :class:`~stylized.harness.registry.Check` on import):", "",
            ".. toctree::", "   :maxdepth: 1", ""] + [f"   {m}" for m in mods]
     _write(adir / "simulations.rst", "\n".join(idx) + "\n", written)
+    for folder in (cdir, adir):  # the page of a module or claim that is gone (renamed, moved) is not left behind
+        for stale in set(folder.glob("*.rst")) - set(written):
+            stale.unlink()
     return written
 
 

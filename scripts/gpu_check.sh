@@ -48,7 +48,7 @@ if [[ $SMOKE == 1 ]]; then
   $PY -c "import torch, numpy, scipy, numba; print('torch', torch.__version__, 'cuda', torch.version.cuda, \
 torch.cuda.is_available(), 'numpy', numpy.__version__, 'numba', numba.__version__)"
   $PY -c "import cupy; print('cupy', cupy.__version__, cupy.cuda.runtime.getDeviceCount(), 'GPU')" || echo "no cupy"
-  $PY -c "import stylized, simulations.transformer.model; print('stylized', stylized.__version__)"
+  $PY -c "import stylized, simulations.transformer.model.gpt; print('stylized', stylized.__version__)"
   for v in $VARIANTS; do
     timeout -k 5 150 $PY scripts/gpu_smoke.py --variant "$v" --preset gpu --steps 40 > "$RESULTS/smoke-$v.json" \
       2> "$RESULTS/smoke-$v.log" &
@@ -114,7 +114,7 @@ fi  # CHECKS == 1
 gpu_checks() {  # runs beside the transformer comparison (correctness, not timings)
 if [[ $HAVE_CUPY == 1 ]]; then
 echo "== cupy tests"
-timeout 90 $PY -m pytest -q -p no:cacheprovider tests/test_backend.py tests/test_cupy_*.py -rs || true
+timeout 90 $PY -m pytest -q -p no:cacheprovider tests/core/test_backend.py tests/test_cupy_*.py -rs || true
 echo "== every Monte Carlo check on the GPU (--backend cupy, defaults; results to a temporary folder)"
 STYLIZED_RESULTS_DIR=$(mktemp -d) STYLIZED_FIGURES_DIR=$(mktemp -d) STYLIZED_PAPER_CHECKS=$(mktemp) \
   timeout 240 $PY -m stylized check --all --force --all-backend cupy || echo "check --all on cupy: FAILED or timed out"
@@ -122,7 +122,8 @@ fi
 echo "== transformer: 20 training steps of learned-qkv (smoke preset) on CUDA"
 timeout 45 $PY - <<'PY' || echo "transformer step failed (torch with CUDA missing?)"
 import time, torch
-from simulations.transformer.model import GPT, GPTConfig
+from simulations.transformer.model.config import GPTConfig
+from simulations.transformer.model.gpt import GPT
 assert torch.cuda.is_available(), "no CUDA torch"
 cfg = GPTConfig(variant="learned-qkv", n_layer=4, n_head=4, n_embd=128, block_size=512, vocab_size=256)
 m = GPT(cfg).cuda()
@@ -156,7 +157,7 @@ fi
 CKPTS=$(mktemp -d)  # checkpoints (tens of MB each) and eval caches stay out of $OUT; the JSON results go there
 declare -A PIDS
 for v in $VARIANTS; do
-  timeout -k 10 "$GUARD" $PY -m simulations.transformer.distributed --variant "$v" --preset "$PRESET" \
+  timeout -k 10 "$GUARD" $PY -m simulations.transformer.train.distributed --variant "$v" --preset "$PRESET" \
     --seed "$SEED" --ckpt "$CKPTS/checkpoints/$PRESET/$v.pt" --force --time-limit "$BUDGET" --eval --out "$RESULTS/$v.json" "${EXTRA[@]}" \
     > "$RESULTS/$v.log" 2>&1 &
   PIDS[$v]=$!
@@ -170,7 +171,7 @@ FAILED=""
 for v in $VARIANTS; do
   if ! wait "${PIDS[$v]}"; then FAILED="$FAILED $v"; echo "  $v: FAILED or timed out (see $RESULTS/$v.log)"; fi
 done
-$PY -m simulations.transformer.gpu_summary "$RESULTS" "$PRESET" $VARIANTS || echo "summary failed"
+$PY -m simulations.transformer.c6.gpu_summary "$RESULTS" "$PRESET" $VARIANTS || echo "summary failed"
 cp -r "$CKPTS/eval" "$RESULTS/" 2>/dev/null || true  # the per-window losses (the seed-level verdicts read them)
 rm -rf "$CKPTS"
 if [[ -n "$CHECKS_PID" ]]; then

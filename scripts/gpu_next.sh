@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The next GPU step (issue 36, item 4), one device call of at most 9 minutes on one GPU:
 #  (a) random-qk/qkv at 3,750 and 5,000 steps and learned-qk/qkv at 3,125 and 3,750 (gpu preset, seed 0, each its
-#      own cosine schedule; simulations/transformer/gpu_next.py BUDGETS), 8 processes on the GPU at once, each with a
+#      own cosine schedule; simulations/transformer/c6/gpu_next.py BUDGETS), 8 processes on the GPU at once, each with a
 #      training-time guard (--time-limit) and a hard timeout; each evaluated 1x..256x on the author's windows;
 #  (b) beside them, every stylized check on the CuPy backend (defaults, to a temporary folder), then its rows
 #      compared in distribution with the committed CPU rows (gpu_next.py agreement);
@@ -31,11 +31,11 @@ else
   $PY -c "import stylized" 2>/dev/null || $PY -m pip install -q --no-deps --no-build-isolation -e .
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > "$DEST/env.txt" 2>&1 || true
 fi
-PLAN=$($PY -m simulations.transformer.gpu_next plan $([[ $TINY == 1 ]] && echo --tiny)) || { echo "plan failed"; exit 3; }
+PLAN=$($PY -m simulations.transformer.c6.gpu_next plan $([[ $TINY == 1 ]] && echo --tiny)) || { echo "plan failed"; exit 3; }
 declare -a PIDS NAMES
 while read -r v s; do
   [[ -z "$v" ]] && continue
-  timeout -k 10 "$GUARD" $PY -m simulations.transformer.distributed --variant "$v" --preset "$PRESET" --seed 0 \
+  timeout -k 10 "$GUARD" $PY -m simulations.transformer.train.distributed --variant "$v" --preset "$PRESET" --seed 0 \
     --steps "$s" --ckpt "$CKPTS/checkpoints/$PRESET/$v-$s.pt" --force --time-limit "$BUDGET" --eval \
     --out "$RUNS/$v-$s.json" "${EXTRA[@]}" > "$RUNS/$v-$s.log" 2>&1 &
   PIDS+=($!); NAMES+=("$v-$s")
@@ -47,7 +47,7 @@ if [[ $TINY == 0 ]]; then
     STYLIZED_RESULTS_DIR=$GPU_RES STYLIZED_FIGURES_DIR=$(mktemp -d) STYLIZED_PAPER_CHECKS=$(mktemp) \
       timeout "${CHECKS_SECONDS:-300}" $PY -m stylized check --all --force --all-backend cupy \
       || echo "check --all on cupy: FAILED or timed out (the rows it wrote are still compared)"
-    $PY -m simulations.transformer.gpu_next agreement simulations/results "$GPU_RES" "$DEST"
+    $PY -m simulations.transformer.c6.gpu_next agreement simulations/results "$GPU_RES" "$DEST"
   ) > "$DEST/gpu_checks.log" 2>&1 &
   CHECKS_PID=$!
 fi
@@ -57,7 +57,7 @@ for i in "${!PIDS[@]}"; do
 done
 mkdir -p "$RUNS/eval"
 cp "$CKPTS"/eval/"$PRESET"/*.json "$RUNS/eval/" 2>/dev/null || true
-$PY -m simulations.transformer.gpu_next render "$RUNS" "$DEST" --committed simulations/results > "$DEST/trend.log" 2>&1 \
+$PY -m simulations.transformer.c6.gpu_next render "$RUNS" "$DEST" --committed simulations/results > "$DEST/trend.log" 2>&1 \
   || echo "render failed (see trend.log)"
 if [[ -n "$CHECKS_PID" ]]; then wait "$CHECKS_PID" || true; fi
 tar czf "$DEST/gpu_next_runs.tgz" -C "$RUNS" . 2>/dev/null || true

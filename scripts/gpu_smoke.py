@@ -1,6 +1,6 @@
 """GPU smoke test of one variant under a preset (``scripts/gpu_check.sh --smoke`` runs all eight at once).
 
-Trains ``--steps`` steps on CUDA exactly as ``simulations.transformer.distributed`` does (bf16 autocast, the
+Trains ``--steps`` steps on CUDA exactly as ``simulations.transformer.train.distributed`` does (bf16 autocast, the
 preset's batch), times the steps after the first few, then runs one no-grad forward at the preset's longest
 evaluation length (``L_train`` × the largest multiple) and reports its time and the peak GPU memory. One JSON line
 on stdout; a failure is one line naming the stage, exit 1.
@@ -18,9 +18,10 @@ import time
 import torch
 
 sys.path.insert(0, ".")
-from simulations.transformer.data import load_corpus  # noqa: E402
-from simulations.transformer.distributed import shard_batch  # noqa: E402
-from simulations.transformer.train import build_model, make_configs, train_step  # noqa: E402
+from simulations.transformer.data.corpus import load_corpus  # noqa: E402
+from simulations.transformer.model.presets import Preset  # noqa: E402
+from simulations.transformer.train.distributed import shard_batch  # noqa: E402
+from simulations.transformer.train.loop import build_model, train_step  # noqa: E402
 
 
 def main() -> int:
@@ -40,7 +41,8 @@ def main() -> int:
         assert torch.cuda.is_available() or not cuda, "CUDA is not available to torch"
         dev = torch.device(args.device)
         sync = torch.cuda.synchronize if cuda else (lambda: None)
-        mcfg, tcfg, ecfg = make_configs(args.variant, args.preset)
+        config = Preset.from_name(args.preset, variant=args.variant)
+        mcfg, tcfg, ecfg = config.model, config.train, config.eval
         corpus = load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)
         model, opt = build_model(mcfg, tcfg, dev, cuda)
         stage = "train"
@@ -50,7 +52,7 @@ def main() -> int:
                 sync()
                 t0 = time.perf_counter()
             x, y = shard_batch(corpus.train, step, tcfg.batch_size, mcfg.block_size, tcfg.seed, 0, 1, dev)
-            loss = train_step(model, model, opt, tcfg, step, x, y, cuda)
+            _, loss = train_step(model, model, opt, tcfg, step, x, y, cuda)
         sync()
         per_step = (time.perf_counter() - t0) / max(1, args.steps - args.warm)
         out.update(ms_per_step=round(per_step * 1e3, 2), loss=round(float(loss.detach()), 4),

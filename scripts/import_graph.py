@@ -19,10 +19,11 @@ imported from anywhere.
 Every ``import`` and ``from … import`` of a project module is read with :mod:`ast` (module level and
 inside functions), so lazy imports count too.  Exit status 1 if a module imports a higher layer (a
 higher project package, or a higher ``stylized`` sub-package outside the exception above) or if the
-module-level imports inside ``stylized`` form a cycle.  Cycles that close only through imports inside
-functions are listed (``stylized`` and the other packages apart) but do not yet fail.
+imports form a cycle: module-level imports inside ``stylized``, or imports at module level and inside
+functions together, in ``stylized``, ``simulations`` and ``benchmarks``.
 
-Usage: ``python scripts/import_graph.py [--dot]``  (``--dot``: Graphviz instead of text).
+Usage: ``python scripts/import_graph.py [--dot] [--root DIR]``  (``--dot``: Graphviz
+instead of text; ``--root``: the checkout to read, by default this one).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ LAZY_UP = {("laws", "theory"), ("laws", "engine")}
 
 def sub_layer(module: str) -> tuple[str, int] | None:
     """``(sub-package, layer)`` of a ``stylized`` module; ``None`` for the package root and its private
-    top-level modules (``__main__`` runs the CLI; ``_aliases`` the old names), which sit above every layer."""
+    top-level modules (``__main__`` runs the CLI), which sit above every layer."""
     parts = module.split(".")
     if parts[0] != "stylized" or len(parts) < 2 or parts[1] not in STYLIZED_LAYERS:
         return None
@@ -65,22 +66,23 @@ def upward_inside_stylized(a: str, b: str, top: bool) -> bool:
     return top or (la[0], lb[0]) not in LAZY_UP
 
 
-def module_name(path: Path) -> str:
-    return code_graph.module_name(path, ROOT)
+def module_name(path: Path, root: Path = ROOT) -> str:
+    return code_graph.module_name(path, root)
 
 
-def imports_of(path: Path) -> list[tuple[str, bool]]:
+def imports_of(path: Path, root: Path = ROOT) -> list[tuple[str, bool]]:
     """``(imported module, at module level)`` for every project import in ``path`` (the library's parser,
     :func:`stylized.harness.code_graph.imports_of`, which the staleness hash uses too)."""
-    return code_graph.imports_of(path, ROOT)
+    return code_graph.imports_of(path, root)
 
 
-def graph() -> dict[str, set[tuple[str, bool]]]:
+def graph(root: Path = ROOT) -> dict[str, set[tuple[str, bool]]]:
+    """Module → ``{(imported project module, at module level)}`` for every module of the packages under ``root``."""
     g: dict[str, set[tuple[str, bool]]] = defaultdict(set)
     for pkg in LAYERS:
-        for path in sorted((ROOT / pkg).rglob("*.py")):
-            me = module_name(path)
-            for target, top in imports_of(path):
+        for path in sorted((root / pkg).rglob("*.py")):
+            me = module_name(path, root)
+            for target, top in imports_of(path, root):
                 if target != me:
                     g[me].add((target, top))
     return g
@@ -121,8 +123,10 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dot", action="store_true", help="print Graphviz DOT instead of text")
+    ap.add_argument("--root", type=Path, default=ROOT, help="the checkout to read (default: this one)")
     args = ap.parse_args(argv)
-    g = graph()
+    root = args.root.resolve()
+    g = graph(root)
     upward = [(a, b) for a, ts in g.items() for b, _ in ts if LAYERS[b.split(".")[0]] > LAYERS[a.split(".")[0]]]
     upward += sorted((a, b) for a, ts in g.items() for b, top in ts if upward_inside_stylized(a, b, top))
     lazy_up = sorted((a, b) for a, ts in g.items() for b, top in ts
@@ -130,7 +134,7 @@ def main(argv=None) -> int:
     lib_top = {a: {b for b, top in ts if top and b.startswith("stylized")} for a, ts in g.items()
                if a.startswith("stylized")}
     cyc = cycles(lib_top)
-    every = {a: {b for b, _ in ts} for a, ts in g.items()}  # imports inside functions too: reported, not yet errors
+    every = {a: {b for b, _ in ts} for a, ts in g.items()}  # imports inside functions too
     lazy_cyc = cycles({a: {b for b in bs if b.startswith("stylized")} for a, bs in every.items()
                        if a.startswith("stylized")})
     project_cyc = [c for c in cycles(every) if not c[0].startswith("stylized")]
@@ -151,7 +155,7 @@ def main(argv=None) -> int:
         print(f"allowed lazy imports up (a step law's methods reaching its overrides): {len(lazy_up)}")
         layers = " <- ".join(STYLIZED_LAYERS)
         for name in STYLIZED_LAYERS:
-            n = len(list((ROOT / "stylized" / name).glob("*.py")))
+            n = len(list((root / "stylized" / name).glob("*.py")))
             print(f"  stylized/{name}/: {n} modules")
         print(f"stylized layers: {layers}")
         print(f"module-level import cycles inside stylized: {len(cyc)}")
@@ -159,11 +163,11 @@ def main(argv=None) -> int:
             print("  " + " <-> ".join(c))
         for where, found in (("stylized", lazy_cyc), ("simulations and benchmarks", project_cyc)):
             print(f"import cycles inside {where} counting imports inside functions (groups of modules that "
-                  f"reach each other; reported, not an error yet): {len(found)}")
+                  f"reach each other; an error): {len(found)}")
             for c in found:
                 inner = sorted(f"{a} -> {b}{'' if top else ' (in a function)'}" for a in c for b, top in g[a] if b in c)
                 print(f"  {len(c)} modules, {len(inner)} imports: " + "; ".join(inner))
-    return 1 if upward or cyc else 0
+    return 1 if upward or cyc or lazy_cyc or project_cyc else 0
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from stylized.core.key_values import KeyValues
 from stylized.core.montecarlo import check_positive_int
 from stylized.core.options import Float, Int, LawRange, Spec
 from stylized.harness.registry import Check, Option, add_validator
-from stylized.laws.families import FAMILY_NAMES, StepFamily, StepLaw, law_names, make_family
+from stylized.laws.families import FAMILY_NAMES, StepLaw, law_names, make_family
 from stylized.laws.registry import is_builtin, resolve_law
 from stylized.laws.trust import contained, guarded, trusted
 
@@ -117,7 +117,24 @@ def law_at(entry, d: int, params: dict) -> StepLaw:
         extra = {k: v for k, v in extra.items() if k not in unknown_law_params(entry, extra)}
         law = entry if entry.d == d and not extra else dataclasses.replace(entry, **{**extra, "d": d})
         return law if is_builtin(law) else guarded(law)  # a user's law: every draw validated while a check runs
-    return make_family(entry, d, **{**{k: params[k] for k in _FAMILY_ARGS if k in params}, **extra})
+    return _built_law(entry, d, {**{k: params[k] for k in _FAMILY_ARGS if k in params}, **extra})
+
+
+def _built_law(name: str, d: int, args: dict) -> StepLaw:
+    """``make_family(name, d, **args)``, built once per ``(name, d, args)`` for a registered law: a frozen value
+    (as SciPy's frozen distributions are), so the validators and the run of one check share the one object.  A
+    user's law, or arguments that do not hash (a per-plane list from Python), is built at every call."""
+    key = tuple(args.items())
+    try:
+        hash(key)
+    except TypeError:
+        return make_family(name, d, **args)
+    return _registered_law(name, d, key) if is_builtin(name) else make_family(name, d, **args)
+
+
+@functools.lru_cache(maxsize=512)
+def _registered_law(name: str, d: int, key: tuple) -> StepLaw:
+    return make_family(name, d, **dict(key))
 
 
 def unknown_law_params(entry, keys) -> list[str]:
@@ -133,7 +150,7 @@ def unknown_law_params(entry, keys) -> list[str]:
     return [k for k in keys if k not in sig.parameters or sig.parameters[k].kind is inspect.Parameter.POSITIONAL_ONLY]
 
 
-def family_from_params(params: dict, name=None) -> StepFamily:
+def family_from_params(params: dict, name=None) -> StepLaw:
     """The one law the params name (``name`` overrides ``params["family"]``), at ``params["d"]``."""
     entry = params["family"] if name is None else name
     if isinstance(entry, list):
@@ -141,7 +158,7 @@ def family_from_params(params: dict, name=None) -> StepFamily:
     return law_at(entry, params["d"], params)
 
 
-def families_from_params(params: dict) -> list[StepFamily]:
+def families_from_params(params: dict) -> list[StepLaw]:
     """Every law ``params["family"]`` names (``all``: the six canonical families), at ``params["d"]``."""
     names = params["family"]
     names = [names] if isinstance(names, (str, StepLaw)) else list(names)
@@ -164,7 +181,7 @@ def law_setting(law, params: dict) -> str:
 def _family_refusal(name: str, d: int, args: tuple) -> str | None:
     """Why ``make_family(name, d, **args)`` refuses (its message), or ``None`` when it builds."""
     try:
-        trusted(make_family(name, d, **dict(args)), d, f"family {name!r}", builtin=is_builtin(name))
+        trusted(_built_law(name, d, dict(args)), d, f"family {name!r}", builtin=is_builtin(name))
     except ValueError as e:
         return str(e).splitlines()[0] if str(e) else type(e).__name__
     return None

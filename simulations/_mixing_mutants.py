@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 
 from stylized.engine.sampling import equal_energy_query
-from stylized.laws.families import StepFamily
+from stylized.laws.base import StepLaw
 
 __all__ = ["overlap_3pct_low", "estimated_mean_scaled", "no_transport", "frozen_steps", "householder_gap_half"]
 
 
-def overlap_3pct_low(fam: StepFamily, q: np.ndarray, n):
+def overlap_3pct_low(fam: StepLaw, q: np.ndarray, n):
     """Theory mutant: ``E[M]`` 3% too small, so ``qᵀ(0.97·E[M])ⁿq``."""
     return 0.97 ** np.asarray(n, dtype=float) * fam.mean_overlap(q, n)
 
@@ -36,13 +36,13 @@ def estimated_mean_scaled(factor: float):
     return mock.patch.object(StepLaw, "estimated_mean", property(scaled))
 
 
-def no_transport(fam: StepFamily, ns, size: int, rng=None, backend: str = "numba", q=None) -> np.ndarray:
+def no_transport(fam: StepLaw, ns, size: int, rng=None, backend: str = "numba", q=None) -> np.ndarray:
     """Model mutant: no transport, ``P_n = I`` (every sample is ``qᵀq``)."""
     q = equal_energy_query(fam.d) if q is None else np.asarray(q, dtype=float)
     return np.full((size, len(ns)), float(q @ q))
 
 
-def frozen_steps(fam: StepFamily, shape: tuple, xrng, backend: str = "numpy"):
+def frozen_steps(fam: StepLaw, shape: tuple, xrng, backend: str = "numpy"):
     """Model mutant: one step per context, repeated at every position (``M_t = M_1``, RoPE-like, not i.i.d.)."""
     import stylized.engine.sampling
 

@@ -26,7 +26,7 @@ from stylized.theory.premises import Premises, measure_premises
 from stylized.theory.score_laws import far_score_law, self_consistency_law
 
 from . import haar_law
-from ._score_law_mutants import scaled_law
+from ._mutants import scaled_law
 
 NAME = "c2-counterexamples"
 COUNTEREXAMPLES = ("coord-reflection", "lattice-angle")

@@ -36,15 +36,10 @@ import numpy as np
 
 from stylized.core.montecarlo import check_positive_int, progress
 from stylized.core.options import Float, Int
-from stylized.engine.farmass import (
-    adversarial_search,
-    extreme_far_mass,
-    far_mass_lower_bound,
-    lse_rounding_tol,
-    streamed_far_masses,
-)
+from stylized.engine.lse import adversarial_search, extreme_far_mass, lse_rounding_tol, streamed_far_masses
 from stylized.harness import plotting as sp
 from stylized.harness.registry import Check, Mutant, Option, Theory, headline, register
+from stylized.theory.bounds import far_mass_lower_bound
 
 from ._common import limits
 
@@ -184,11 +179,11 @@ def _logits_past_lambda(excess: float = 1.05):
     """Model mutant: the adversarial draws reach ``±1.05 λ`` (logits not bounded by ``λ``)."""
     from unittest import mock
 
-    from stylized.engine import farmass
+    from stylized.engine import lse
     from stylized.theory import bounds
 
     def wrong(K, M, lam, keys, backend="numba"):
-        rows = farmass.adversarial_search(K, M, lam * excess, keys, backend=backend)
+        rows = lse.adversarial_search(K, M, lam * excess, keys, backend=backend)
         b = bounds.far_mass_lower_bound(K, M, lam)
         return [{**r, "gap": r["rho"] - b} for r in rows]
 

@@ -1,6 +1,6 @@
 """C4 — far mass grows with context length under rotation only: predicted from the laws, then measured.
 
-Stylized model (:class:`stylized.engine.farmass.GrowthModel`): unit query ``q`` (equal energy) at ``i``;
+Stylized model (:class:`stylized.theory.growth.GrowthModel`): unit query ``q`` (equal energy) at ``i``;
 near keys aligned with ``q`` (``--near all``: every near key equals ``q``; ``target``: only the key
 at route length 0); far keys uniform on ``S^{d−1}``; logits ``λ qᵀ P_{j→i} k_j`` plus the control:
 
@@ -42,7 +42,9 @@ Laws: any orthogonal step law (the far law — a uniform far key makes ``qᵀPk`
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from contextlib import ExitStack, contextmanager
 
 import numpy as np
 
@@ -50,11 +52,13 @@ from stylized.core.counter_rng import chunked_generators
 from stylized.core.estimators import bonferroni_level, mean_ci
 from stylized.core.montecarlo import check_positive_int, progress
 from stylized.core.options import Choice, Choices, Float, FloatList, Int, IntList
-from stylized.engine.farmass import CONTROLS, GrowthModel, growth_trials, horizon_trials
+from stylized.engine.farmass import CONTROLS, growth_trials, horizon_trials
 from stylized.harness.registry import Check, Mutant, Option, Theory, headline, patched, register, scaled
 from stylized.laws.controls import GROWTH_CONTROLS, growth_control
+from stylized.laws.isotropic import LazyHaar
 from stylized.theory.bounds import lambda_required
 from stylized.theory.growth import (
+    GrowthModel,
     horizon_crossing,
     mean_near_sum,
     predict_growth,
@@ -66,7 +70,7 @@ from stylized.theory.weight_laws import FarLaw, estimate_radius, near_chain
 
 from ._common import family_from_params, family_options, limits
 from ._far_mass_growth_plot import plot
-from ._far_mass_mutants import ESTIMATED_PARAMS, estimated_mean_off, frozen_family, scaled_far_law, wrap_model
+from ._mutants import estimated_mean_off, scaled_far_law
 
 NAME = "far-mass-growth"
 LEVEL = 0.95  # familywise level of the prediction rows
@@ -310,20 +314,51 @@ def _f(x) -> str:
     return "—" if x is None else f"{x:.3g}"
 
 
+_ESTIMATED = {"family": "cayley", "d": 5, "lam": 8.0, "D": 8, "L": [16, 32, 64, 128], "L_sim": 128,
+              "trials": 2000, "horizon_lam": [4.0], "horizon_trials": 100, "control": ["none"]}
+"""Sizes of the estimated-theory mutant: ``cayley``, a law without a closed-form operator, at odd ``d`` and where a
+3% error in ``E[M]`` is within reach of the measurement."""
+
+
+def _frozen_family(family):
+    """A step law that never moves a vector (``P_{j→i} = I``): lazy Haar with ``p = 10⁻¹²``."""
+    return LazyHaar(d=family.d, p=1e-12)
+
+
+@contextmanager
+def _wrap_model(names: tuple[str, ...], family: str | None = None, **changes):
+    """Patch this module's ``name`` (functions taking a :class:`~stylized.theory.growth.GrowthModel` first) so that
+    the simulation runs a changed model: ``changes`` replace fields, ``family="frozen"`` removes transport."""
+    from unittest import mock
+
+    with ExitStack() as stack:
+        for name in names:
+            orig = globals()[name]
+
+            def wrapped(model, *a, _orig=orig, **k):
+                new = dataclasses.replace(model, **changes)
+                if family == "frozen":
+                    new = dataclasses.replace(new, family=_frozen_family(model.family))
+                return _orig(new, *a, **k)
+
+            stack.enter_context(mock.patch(f"{__name__}.{name}", wrapped))
+        yield
+
+
 MUTANTS = (
     Mutant("far-mgf-x1.5", "theory: the far MGF μ = E e^{λξ} (and the whole far law) taken 1.5× too large",
            patch=lambda: scaled_far_law(f"{__name__}.FarLaw", 1.5)),
     Mutant("estimated-mean-3pct", "theory, estimated path (cayley, d = 5): the estimated E[M] = (1 − γ)I behind the "
            "near chain off by 3% (M₁₁ × 0.97 in the one-step overlap law)",
-           patch=lambda: estimated_mean_off(0.97), params=ESTIMATED_PARAMS[NAME]),
+           patch=lambda: estimated_mean_off(0.97), params=_ESTIMATED),
     Mutant("near-untransported", "theory: the predicted near sum ignores transport (every aligned near key "
            "scores λ, i.e. qᵀP_n q = 1)", patch=lambda: _frozen_chain()),
     Mutant("no-transport", "model: the simulation applies no transport on the route (P_{j→i} = I)",
-           patch=lambda: wrap_model(__name__, ("growth_trials", "horizon_trials"), family="frozen")),
+           patch=lambda: _wrap_model(("growth_trials", "horizon_trials"), family="frozen")),
     Mutant("alibi-removed", "model: the ALiBi bias is dropped from the simulated logits (slope 10⁻⁹): a control "
-           "that does not bound ρ_D", patch=lambda: wrap_model(__name__, ("growth_trials",), m=1e-9)),
+           "that does not bound ρ_D", patch=lambda: _wrap_model(("growth_trials",), m=1e-9)),
     Mutant("forget-gate-removed", "model: the forget gates are open (σ(g) = 1, gate logit 50): the control no longer "
-           "bounds ρ_D", patch=lambda: wrap_model(__name__, ("growth_trials",), gate=50.0, gate_sd=0.0)),
+           "bounds ρ_D", patch=lambda: _wrap_model(("growth_trials",), gate=50.0, gate_sd=0.0)),
     Mutant("horizon-target-only", "theory: the horizon from the target's weight alone (near sum e^λ instead of "
            "E N)", patch=lambda: _target_only_horizon()),
 )
@@ -334,7 +369,7 @@ def _frozen_chain():
 
     from stylized.theory import weight_laws
     return mock.patch(f"{__name__}.near_chain",
-                      lambda fam, D: (weight_laws.near_chain(frozen_family(fam), D)[0], "closed form"))
+                      lambda fam, D: (weight_laws.near_chain(_frozen_family(fam), D)[0], "closed form"))
 
 
 def _target_only_horizon():

@@ -73,7 +73,7 @@ from ._common import (
     law_setting,
     limits,
 )
-from ._score_law_mutants import scaled_law
+from ._mutants import scaled_law
 
 NAME = "haar-law"
 CHUNK = 4096  # trials per kernel call
@@ -315,7 +315,7 @@ def _patch(name: str, new):
 
 
 CAYLEY = {"family": ["cayley"], "trials": 20000}
-"""Sizes of the cayley mutants (the unmutated check holds there too: tests/test_score_checks.py)."""
+"""Sizes of the cayley mutants (the unmutated check holds there too: tests/simulations/test_score_checks.py)."""
 
 MUTANTS = (
     Mutant("no-transport", "scores not transported (P = I): s = qᵀk = 1",

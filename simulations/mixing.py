@@ -53,7 +53,8 @@ from stylized.core.options import Float, Int, IntList
 from stylized.engine.sampling import equal_energy_query, sample_overlaps, sample_steps
 from stylized.engine.scores import first_crossing
 from stylized.harness.registry import Check, Mutant, Option, Theory, headline, patched, register
-from stylized.laws.families import FAMILY_NAMES, StepFamily
+from stylized.laws.base import StepLaw
+from stylized.laws.families import FAMILY_NAMES
 
 from ._common import families_from_params, family_options, limits
 from ._mixing_mutants import estimated_mean_scaled as _estimated_mean_scaled
@@ -71,17 +72,17 @@ ALPHA = 0.05
 # -- theory pieces (module-level so that mutants can replace them) -----------------------------------
 # Exact where the law defines ``mean()``; otherwise from its Monte Carlo ``E[M]`` (``law.theory_kind``), and
 # then every comparison is widened by the theory's own 95% radius (``0`` for a closed form).
-def theory_overlap(fam: StepFamily, q: np.ndarray, n) -> np.ndarray | float:
+def theory_overlap(fam: StepLaw, q: np.ndarray, n) -> np.ndarray | float:
     """``qᵀE[M]ⁿq = E[qᵀP_n q]`` (closed form or estimated ``E[M]``, vectorised over ``n``)."""
     return fam.mean_overlap(q, n)
 
 
-def theory_radius(fam: StepFamily, q: np.ndarray, n) -> np.ndarray | float:
+def theory_radius(fam: StepLaw, q: np.ndarray, n) -> np.ndarray | float:
     """95% radius of :func:`theory_overlap` from an estimated ``E[M]`` (``law.mean_overlap_radius``; ``0`` exact)."""
     return fam.mean_overlap_radius(q, n)
 
 
-def exact_crossing(fam: StepFamily, q: np.ndarray, eps: float, L: int, side: int = 0) -> int | None:
+def exact_crossing(fam: StepLaw, q: np.ndarray, eps: float, L: int, side: int = 0) -> int | None:
     """``n* = min{n < L : qᵀE[M]ⁿq < ε}`` (``None`` if the curve stays ≥ ε up to ``L − 1``).
 
     ``side = −1`` / ``+1``: the same for the curve minus / plus its radius (:func:`theory_radius`), the
@@ -95,17 +96,17 @@ def exact_crossing(fam: StepFamily, q: np.ndarray, eps: float, L: int, side: int
     return int(idx[0]) if idx.size else None
 
 
-def theory_op_norm(fam: StepFamily, n: int) -> float:
+def theory_op_norm(fam: StepLaw, n: int) -> float:
     """``‖E[M]ⁿ‖_op`` from the closed-form or estimated mean (dense, ``d ≤ 32``)."""
     return float(np.linalg.norm(fam.mean_power(n), 2))
 
 
-def theory_op_radius(fam: StepFamily, n: int) -> float:
+def theory_op_radius(fam: StepLaw, n: int) -> float:
     """95% bound on ``|‖Êⁿ‖_op − ‖E[M]ⁿ‖_op| ≤ ‖Êⁿ − E[M]ⁿ‖_op``: :meth:`mean_overlap_radius` of a unit vector."""
     return float(fam.mean_overlap_radius(np.eye(fam.d)[0], n))
 
 
-def refusal(law: StepFamily) -> str | None:
+def refusal(law: StepLaw) -> str | None:
     """Why the check cannot take ``law`` (one line naming the property), or ``None``: it needs i.i.d. steps."""
     if not law.iid:
         return (f"family {law.name}: this check needs i.i.d. steps (iid=True): its theory is E[P_n] = E[M]ⁿ "
@@ -113,7 +114,7 @@ def refusal(law: StepFamily) -> str | None:
     return None
 
 
-def _laws(params: dict) -> tuple[list[StepFamily], list[StepFamily]]:
+def _laws(params: dict) -> tuple[list[StepLaw], list[StepLaw]]:
     """The laws ``params["family"]`` names at ``d`` and at ``d_op``, each refused before any work (``--dry-run`` too)."""
     fams = families_from_params(params)
     if not fams:
@@ -138,7 +139,7 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
     return run_laws(*_laws(params), params, seed=seed, backend=backend, progress=progress)
 
 
-def run_laws(fams: list[StepFamily], op_fams: list[StepFamily], params: dict, *, seed: int, backend: str,
+def run_laws(fams: list[StepLaw], op_fams: list[StepLaw], params: dict, *, seed: int, backend: str,
              progress: bool = True) -> dict:
     """The three parts on the laws ``fams`` (and ``op_fams``, the same laws at ``d = d_op``, for ``‖E[P_n]‖_op``).
 
@@ -210,7 +211,7 @@ def run_laws(fams: list[StepFamily], op_fams: list[StepFamily], params: dict, *,
     }
 
 
-def _estimated_note(estimated: list[str], fams: list[StepFamily]) -> str:
+def _estimated_note(estimated: list[str], fams: list[StepLaw]) -> str:
     """The verdict's sentence on laws without a closed-form ``E[M]`` (empty when every law has one)."""
     if not estimated:
         return ""
@@ -237,7 +238,7 @@ def _validate_extra(params: dict) -> None:
         raise ValueError(f"--n-op: must be a list of route lengths ≥ 1, got {params['n_op']!r}")
 
 
-def _window_part(fams: list[StepFamily], params: dict, seed: int, backend: str) -> list[dict]:
+def _window_part(fams: list[StepLaw], params: dict, seed: int, backend: str) -> list[dict]:
     """Measured first crossing of ``ε`` by the in-context correlation, per family and context length ``L``."""
     eps = float(params["eps"])
     if not 0.0 < eps < 1.0:
@@ -282,7 +283,7 @@ def _window_part(fams: list[StepFamily], params: dict, seed: int, backend: str) 
     return out
 
 
-def _context_curves(fam: StepFamily, q: np.ndarray, L: int, chains: int, rng, backend: str, W: float):
+def _context_curves(fam: StepLaw, q: np.ndarray, L: int, chains: int, rng, backend: str, W: float):
     """Per-context mean of ``qᵀ P_{i−n→i} q`` over the routes of length ``n`` inside it: ``(chains, nmax+1)``.
 
     The law plans the measurement (:meth:`~stylized.laws.base.StepLaw.context_plan`: route lengths,
@@ -300,7 +301,7 @@ def _context_curves(fam: StepFamily, q: np.ndarray, L: int, chains: int, rng, ba
     return np.concatenate(curves), nmax
 
 
-def _op_norm_part(fams: list[StepFamily], params: dict, seed: int) -> list[dict]:
+def _op_norm_part(fams: list[StepLaw], params: dict, seed: int) -> list[dict]:
     """``‖E[P_n]‖_op`` from the mean of sampled dense products ``P_n = M_n ⋯ M_1`` at small ``d`` (the laws ``fams``)."""
     d = check_positive_int("d_op", params["d_op"], 2)
     if d > 32:
@@ -368,13 +369,13 @@ def plot(result: dict, outdir: Path) -> list[Path]:
 _EXACT_CROSSING = exact_crossing
 
 
-def _crossing_plus_one(fam: StepFamily, q: np.ndarray, eps: float, L: int, side: int = 0) -> int | None:
+def _crossing_plus_one(fam: StepLaw, q: np.ndarray, eps: float, L: int, side: int = 0) -> int | None:
     """Theory mutant: the window formula one step late."""
     n = _EXACT_CROSSING(fam, q, eps, L, side)
     return None if n is None else n + 1
 
 
-def _crossing_grows_with_L(fam: StepFamily, q: np.ndarray, eps: float, L: int, side: int = 0) -> int | None:
+def _crossing_grows_with_L(fam: StepLaw, q: np.ndarray, eps: float, L: int, side: int = 0) -> int | None:
     """Theory mutant: a window proportional to the context, ``n*·L/256``."""
     n = _EXACT_CROSSING(fam, q, eps, L, side)
     return None if n is None else max(1, round(n * L / 256))

@@ -81,7 +81,7 @@ from ._common import (
     law_setting,
     limits,
 )
-from ._score_law_mutants import ScaledLaw, scaled_law
+from ._mutants import ScaledLaw, scaled_law
 
 NAME = "score-gap"
 CHUNK = 16  # contexts per kernel call (memory CHUNK·(far_n + M_max) floats)
@@ -382,7 +382,7 @@ def _near_times(factor: float):
 
 
 CAYLEY = {"family": ["cayley"], "d": [16], "M": [64, 1024], "trials": 32, "trials_near": 4000}
-"""Sizes of the cayley mutants (the unmutated check holds there too: tests/test_score_checks.py)."""
+"""Sizes of the cayley mutants (the unmutated check holds there too: tests/simulations/test_score_checks.py)."""
 
 MUTANTS = (
     Mutant("no-transport", "far keys not transported (P = I): every far score is qᵀq = 1", _patch("far_chains", _no_transport)),

@@ -26,9 +26,9 @@ harmonics, and simulated reference chains (kind "simulated reference", 1% slack)
 sweep is the law's too (:meth:`StepLaw.context_sweep`, :meth:`StepLaw.fast_context_sweep`).
 
 ``--backend cupy``: contexts are drawn and swept on the device, as many per chunk as
-:data:`~stylized.engine.sampling.XP_CHUNK_ELEMENTS` allows (SO(2): :func:`~stylized.engine.scores.so2_context_inputs`
-with the namespace form of :func:`~stylized.engine.scores.so2_context_numpy`; O(d) families:
-:func:`~stylized.engine.scores.transport_context_xp`); near logits and far LSEs come back per chunk, the tests run on the host.
+:data:`~stylized.engine.sampling.XP_CHUNK_ELEMENTS` allows (SO(2): :func:`~stylized.engine.context_sweep.so2_context_inputs`
+with the namespace form of :func:`~stylized.engine.context_sweep.so2_context_numpy`; O(d) families:
+:func:`~stylized.engine.context_sweep.transport_context_xp`); near logits and far LSEs come back per chunk, the tests run on the host.
 
 Verdict: every predicted mean (``ρ_D``, ``α_T`` at each ``L``, ``α̃_T``) inside its interval at the joint level
 (Bonferroni over those rows, familywise 2.5%; an approximation gets 0.1% relative slack); the three
@@ -57,6 +57,7 @@ from stylized.theory.growth import predict_transfer
 from stylized.theory.weight_laws import FarLaw
 
 from ._common import family_from_params, family_options, limits
+from ._mutants import estimated_mean_off, scaled_far_law
 
 NAME = "transfer"
 ALPHA_PRED, ALPHA_SAME = 0.025, 0.025  # familywise levels: predictions, near-pattern tests
@@ -71,8 +72,8 @@ def near_and_far(family, L: int, D: int, lam: float, target_n: int, trials: int,
     The law decides the sweep.  A fused kernel where it has one (:meth:`StepLaw.fast_context_sweep`: uniform
     plane angles on numba, :func:`stylized.engine.kernels.so2_context_sampled`, keyed by one integer from ``rng``).
     Otherwise :meth:`StepLaw.context_sweep` on inputs drawn with the backend's Generator (``rng`` itself for
-    numpy): the plane sweep of SO(2) laws (:func:`stylized.engine.scores.so2_context_numba` on numba, its namespace
-    twin otherwise), the block walk of any other law (:func:`stylized.engine.scores.transport_context_xp`), ``chunk``
+    numpy): the plane sweep of SO(2) laws (:func:`stylized.engine.context_sweep.so2_context_numba` on numba, its namespace
+    twin otherwise), the block walk of any other law (:func:`stylized.engine.context_sweep.transport_context_xp`), ``chunk``
     contexts at a time (default: as many as keep a chunk's arrays within
     :data:`~stylized.engine.sampling.XP_CHUNK_ELEMENTS`); host arrays back.
     """
@@ -341,30 +342,29 @@ def _weights_without_L():
     return mock.patch(f"{__name__}.predict_transfer", wrapped)
 
 
-def _estimated_mean_off(factor: float):
-    from ._far_mass_mutants import estimated_mean_off
-
-    return estimated_mean_off(factor)
-
-
-def _estimated_params(name: str) -> dict:
-    from ._far_mass_mutants import ESTIMATED_PARAMS
-
-    return ESTIMATED_PARAMS[name]
+_ESTIMATED = {"family": "cayley", "d": 5, "L": [128, 1024], "trials": 800, "target_n": 1, "lam": 6.0, "D": 8}
+"""Sizes of the estimated-theory mutant: ``cayley``, a law without a closed-form operator, at odd ``d`` and where a
+3% error in ``E[M]`` is within reach of the measurement."""
 
 
 def _far_mgf(scale: float):
-    from ._far_mass_mutants import scaled_far_law
-
     return scaled_far_law(f"{__name__}.FarLaw", scale)
 
 
 def _prediction(key: str):
     """:attr:`Theory.perturb` of one prediction of :func:`~stylized.theory.growth.predict_transfer` (``rho``, ``alpha_target``,
-    ``alpha_renorm``): that one times ``factor``."""
-    from ._far_mass_mutants import scaled_prediction
+    ``alpha_renorm``): that one times ``factor``, the others kept."""
+    def perturb(factor: float):
+        from unittest import mock
 
-    return lambda factor: scaled_prediction(__name__, key, factor)
+        from stylized.theory import growth
+        def predict(*a, **k):
+            p = growth.predict_transfer(*a, **k)
+            return {**p, key: p[key] * factor}
+
+        return mock.patch(f"{__name__}.predict_transfer", predict)
+
+    return perturb
 
 
 CHECK = register(limits(Check(
@@ -390,7 +390,7 @@ CHECK = register(limits(Check(
                patch=lambda: _far_mgf(1.03)),
         Mutant("estimated-mean-3pct", "theory, estimated path (cayley, d = 5): the estimated E[M] = (1 − γ)I behind the "
                "target's transport chain off by 3% (M₁₁ × 0.97 in the one-step overlap law)",
-               patch=lambda: _estimated_mean_off(0.97), params=_estimated_params(NAME)),
+               patch=lambda: estimated_mean_off(0.97), params=_ESTIMATED),
         Mutant("no-transport", "model: the planted target is not transported (its score is λ, qᵀP_n q = 1)",
                patch=_untransported_target),
         Mutant("weights-without-L", "theory: the target's absolute weight predicted without the growth of the "
@@ -409,6 +409,6 @@ CHECK = register(limits(Check(
         Theory("μ", "the far law's MGF μ = E e^{λξ} = ₀F₁(; d/2; λ²/4) (every far weight times factor) in all three "
                "predictions", _far_mgf),
         Theory("E[M], estimated", "cayley, d = 5: the estimated E[M] = (1 − γ)I behind the target's transport chain "
-               "(M₁₁ times factor in the one-step overlap law)", _estimated_mean_off, params=_estimated_params(NAME)),
+               "(M₁₁ times factor in the one-step overlap law)", estimated_mean_off, params=_ESTIMATED),
     ),
 )))

@@ -19,15 +19,10 @@ Numba caches the compiled kernels under the user's cache folder (``$XDG_CACHE_HO
 ``~/.cache/stylized/numba``) unless ``NUMBA_CACHE_DIR`` is set (it must be set before Numba is imported).
 """
 
-import os as _os
+from .core._cache import use_user_numba_cache
 
-from .core._cache import user_cache_dir as _user_cache_dir
-
-_os.environ.setdefault("NUMBA_CACHE_DIR", _os.path.join(_user_cache_dir(), "numba"))  # before numba is imported
-
-from . import _aliases  # noqa: E402  (the flat layout's module names, ``stylized.scores`` …, still import)
-
-_aliases.install()
+use_user_numba_cache()  # before Numba is imported
+del use_user_numba_cache
 
 __version__ = "0.1.0"  # the one place the version is written (pyproject.toml reads it)
 
@@ -42,7 +37,8 @@ _LAZY = {
     "core.estimators": ("Estimate", "mean_ci", "proportion_ci"),
     "laws.families": ("FAMILY_NAMES", "law_names", "make_family", "register_law", "rope_frequencies"),
     "laws.base": ("StepLaw",),
-    "engine.transport": ("route_product", "transported_queries", "transported_sum"),
+    "engine.transport_reference": ("route_product",),
+    "engine.transport": ("transported_queries", "transported_sum"),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
 

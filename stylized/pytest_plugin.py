@@ -12,14 +12,14 @@ Example (a test module)::
     from stylized.pytest_plugin import parametrize_with_law_checks
 
     @parametrize_with_law_checks([make_family("householder", 13), make_family("so2-uniform", 8)])
-    def test_contract(law, law_check):   # cases householder-d13-shape, …, so2-uniform-d8-gap
+    def test_contract(law, law_check):   # cases householder-d13-shape, …, so2-uniform-d8-dimensions
         law_check(law)
 """
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 import pytest
 
@@ -43,28 +43,22 @@ def law_check_items() -> tuple[str, ...]:
     return tuple(LAW_CHECKS)
 
 
-def _runner(item: str) -> Callable:
-    """``law_check(law)``: item ``item`` of the contract on ``law``; an ``AssertionError`` naming what it measured."""
-
-    def run_item(law) -> None:
-        from stylized.harness.testing import check_law
-
-        check_law(law, items=(item,), raise_on_fail=True)
-
-    run_item.__name__ = f"check_law_{item.replace('-', '_')}"
-    return run_item
-
-
-def parametrize_with_law_checks(laws: Iterable) -> pytest.MarkDecorator:
-    """``pytest.mark.parametrize(("law", "law_check"), …)``: one case per law and contract item, with ids like
-    ``householder-d13-isotropic``; the test calls ``law_check(law)`` (``pytest -k isotropic`` runs one item).
+def parametrize_with_law_checks(laws: Iterable, ids: Iterable[str] | None = None) -> pytest.MarkDecorator:
+    """``pytest.mark.parametrize(("law", "law_check"), …)``: one case per law and contract item
+    (:func:`stylized.harness.testing.law_checks`), as scikit-learn's ``parametrize_with_checks``, with ids like
+    ``householder-d13-isotropic``; the test calls ``law_check(law)`` (``pytest -k "householder and isotropic"``
+    runs one item).  ``ids``: one prefix per law instead of :func:`law_id` (two laws of one name and ``d``).
     """
+    from stylized.harness.testing import law_checks
+
     laws = list(laws)
     if not laws:
         raise ValueError("parametrize_with_law_checks: give at least one law")
-    items = law_check_items()
-    cases = [(law, _runner(item)) for law in laws for item in items]
-    ids = [f"{law_id(law)}-{item}" for law in laws for item in items]
+    prefixes = [law_id(law) for law in laws] if ids is None else list(ids)
+    if len(prefixes) != len(laws):
+        raise ValueError(f"parametrize_with_law_checks: {len(prefixes)} ids for {len(laws)} laws")
+    cases = [case for law in laws for case in law_checks(law)]
+    ids = [f"{prefix}-{check.item_name}" for prefix, law in zip(prefixes, laws) for _, check in law_checks(law)]
     return pytest.mark.parametrize(("law", "law_check"), cases, ids=ids)
 
 

@@ -1,4 +1,4 @@
-"""Misbehaving user laws, importable as ``tests._user_laws:NAME`` (the fuzz of ``tests/test_user_code_fuzz.py``).
+"""Misbehaving user laws, importable as ``tests._user_laws:NAME`` (the fuzz of ``tests/harness/test_user_code_fuzz.py``).
 
 Each entry of :data:`CASES` is ``(name, when)``: the module attribute ``name`` is a law class or a factory, and
 ``when`` says where it must be refused: ``"probe"`` (before any work: ``--dry-run`` refuses it) or ``"run"`` (its

@@ -1,4 +1,5 @@
-"""Shared fixtures: a temporary results/figures location so tests never touch committed files."""
+"""Shared fixtures: a temporary results/figures location so tests never touch committed files, and a session cache
+of check runs at reduced sizes."""
 
 from __future__ import annotations
 
@@ -24,3 +25,12 @@ def cupy_standin():
 
     with numpy_standin_for_cupy():
         yield
+
+
+@pytest.fixture(scope="session")
+def check_runs():
+    """Check runs at reduced sizes, each computed once per session and handed out as deep copies
+    (:class:`tests._check_runs.CheckRuns`: ``check_runs.reduced(name, seed=0, mutant=None)``)."""
+    from tests._check_runs import CheckRuns
+
+    return CheckRuns()

@@ -1,4 +1,4 @@
-"""The transformer commands' error handling, shared by ``cli.py`` and the bridge's own ``main``."""
+"""The transformer commands' error handling: :mod:`.cli` runs every sub-command under :func:`guard`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,2 @@
-"""The ``stylized`` command line (:mod:`.main`), its option validation (:mod:`.validate`), compact tables
-(:mod:`.table`) and ``figures --from`` (:mod:`.figures`)."""
-
-from .app import main
-
-__all__ = ["main"]
+"""The ``stylized`` command line (:func:`.app.main`), its option validation (:mod:`.validate`), compact tables
+(:mod:`.table`) and ``figures`` (:mod:`.figures`)."""

@@ -37,9 +37,7 @@ import sys
 from .. import __version__
 from ..core.backend import BACKENDS
 from ..core.errors import InvalidInput, save_traceback
-from ..core.options import Choice, Choices, Int, arg_type
-from ..core.options import OptionParser as _Parser
-from ..core.options import one_line as _one_line
+from ..core.options import Choice, Choices, Int, OptionParser, arg_type, one_line
 from ..harness.registry import COMMANDS_GROUP, load_checks, load_plugin, plugins
 from ..harness.report import write_paper_checks
 from ..harness.results import (
@@ -92,9 +90,9 @@ def build_parser(load: str | None = None) -> argparse.ArgumentParser:
     torch-backed ``transformer``) are only imported when ``load`` names them; otherwise a stub lists them.
     The per-check parsers of ``check`` (which import every check module) are built when ``load`` is
     ``None`` or ``"check"``, so ``stylized --version`` and ``stylized --help`` start without them."""
-    parser = _Parser(prog="stylized", description="Theory checks for accumulated orthogonal transforms in attention.")
+    parser = OptionParser(prog="stylized", description="Theory checks for accumulated orthogonal transforms in attention.")
     parser.add_argument("--version", action="version", version=f"stylized {__version__}")
-    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", parser_class=OptionParser)
 
     pc = sub.add_parser("check", help="run paper checks", description="Run one paper check, or all of them.")
     pc.add_argument("--list", action="store_true", help="list every check with its options and defaults")
@@ -106,7 +104,7 @@ def build_parser(load: str | None = None) -> argparse.ArgumentParser:
                     help="with --all: the exit status follows every claim, the ones read from other commands' "
                          "results included (default: the stylized checks only)")
     _add_output(pc, None)
-    csub = pc.add_subparsers(dest="name", parser_class=_Parser, metavar="CLAIM")
+    csub = pc.add_subparsers(dest="name", parser_class=OptionParser, metavar="CLAIM")
     for check in (load_checks(external=True).values() if load in (None, "check") else ()):
         about = f"{check.claim}: {check.statement}".replace("%", "%%")  # argparse %-formats help text
         cp = csub.add_parser(check.name, help=about, description=about)
@@ -180,7 +178,7 @@ def _add_plugin_commands(sub, load: str | None) -> dict[str, str]:
 
 
 def _fail(msg: str) -> int:
-    print(f"stylized: error: {_one_line(msg)}", file=sys.stderr)
+    print(f"stylized: error: {one_line(msg)}", file=sys.stderr)
     return 2
 
 
@@ -294,11 +292,6 @@ def _run_dir(name: str, given: dict, seed: int, backend: str):
     return results_dir() / "runs" / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
 
 
-def _backend_for(check, preferred: str) -> str:
-    """``preferred`` if the check supports it, else the check's first backend."""
-    return preferred if preferred in check.backends else check.backends[0]
-
-
 def _run_all(checks, *, force: bool, backend: str, quiet: bool = False, strict: bool = False) -> int:
     """Every check at its defaults; one line per check on stdout, then a tally that states every claim.
 
@@ -321,7 +314,7 @@ def _run_all(checks, *, force: bool, backend: str, quiet: bool = False, strict: 
             note = f"up to date, {r['seconds']:.1f} s when run"
         else:
             say(f"[{i}/{len(checks)}] {check.name} …", file=sys.stderr)
-            r = run_check(check, seed=0, backend=_backend_for(check, backend), progress=not quiet)
+            r = run_check(check, seed=0, backend=check.backend_for(backend), progress=not quiet)
             save_result(r)
             note = f"{r['seconds']:.1f} s"
         held += bool(r["holds"])
@@ -331,7 +324,7 @@ def _run_all(checks, *, force: bool, backend: str, quiet: bool = False, strict: 
     external: dict[str, bool | None | str] = {}  # name → holds (True/False), None (reported) or "not run"
     for check in (c for c in load_checks(external=True).values() if c.external):
         try:
-            r = run_check(check, seed=0, backend=_backend_for(check, backend), progress=False)
+            r = run_check(check, seed=0, backend=check.backend_for(backend), progress=False)
         except ValueError:  # its command has not been run (here)
             external[check.name] = "not run"
             continue
@@ -388,7 +381,7 @@ def _internal_error(e: BaseException, argv: list[str]) -> int:
     where = save_traceback(e, argv)
     what = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
     shown = where if where.startswith("(") else f"(full traceback in {where})"
-    print(f"stylized: internal error: {_one_line(what)} {shown}", file=sys.stderr)
+    print(f"stylized: internal error: {one_line(what)} {shown}", file=sys.stderr)
     return 3
 
 

@@ -1,5 +1,6 @@
 """``stylized figures``: redraw figures from the saved results, or one figure from an exploratory result
-(``--from RESULT.json``)."""
+(``--from RESULT.json``).  Bad input raises :class:`~stylized.InvalidInput` before any work: the command line
+prints it as one line and exits 2."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..core.errors import InvalidInput
 from ..harness.registry import load_checks
 from ..harness.results import check_writable, figures_dir, load_result, results_dir, run_check, save_result
 
@@ -15,8 +17,6 @@ __all__ = ["cmd_figures", "figure_from_result"]
 
 def cmd_figures(args) -> int:
     """``stylized figures [NAME … | --all] [--from RESULT.json]``: redraw figures from saved results."""
-    from .app import _backend_for, _fail
-
     checks = {k: c for k, c in load_checks(external=True).items() if c.plot is not None}
     external = [k for k, c in checks.items() if c.external]
     if getattr(args, "from_result", None) is not None:
@@ -25,7 +25,7 @@ def cmd_figures(args) -> int:
     say = (lambda *a, **k: None) if args.quiet else print
     for name in names:  # every name validated before any work
         if name not in [*checks, "transformer"]:
-            return _fail(f"figures: NAME must be one of {', '.join([*checks, 'transformer'])}; got {str(name)[:40]!r}")
+            raise InvalidInput(f"figures: NAME must be one of {', '.join([*checks, 'transformer'])}; got {str(name)[:40]!r}")
     check_writable(figures_dir())  # and where a missing result is saved: both proven before any work
     check_writable(results_dir())
     for name in names:
@@ -38,7 +38,7 @@ def cmd_figures(args) -> int:
                 r = load_result(check.name)
                 if r is None:
                     say(f"{check.name}: no result yet, running it at its defaults …", file=sys.stderr)
-                    r = run_check(check, seed=0, backend=_backend_for(check, "numba"), progress=not args.quiet)
+                    r = run_check(check, seed=0, backend=check.backend_for("numba"), progress=not args.quiet)
                     save_result(r)
                 paths = check.plot(r, figures_dir())
             for p in paths:
@@ -53,26 +53,24 @@ def figure_from_result(args, checks: dict) -> int:
     when given, must be that check); the figure goes beside the file (or under ``--out DIR``/figures), never
     into the committed ``figures/`` unless asked.  Nothing is run.
     """
-    from .app import _fail
-
     src = Path(args.from_result)
     if args.all or len(args.names) > 1:
-        return _fail("figures --from: give one NAME (or none: the result names its check), not --all or several")
+        raise InvalidInput("figures --from: give one NAME (or none: the result names its check), not --all or several")
     try:
         r = json.loads(src.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return _fail(f"--from: {str(src)[:120]} does not exist")
+        raise InvalidInput(f"--from: {str(src)[:120]} does not exist") from None
     except (OSError, UnicodeDecodeError, ValueError) as e:
         why = e.strerror if isinstance(e, OSError) and e.strerror else "not JSON" if isinstance(e, ValueError) else type(e).__name__
-        return _fail(f"--from: {str(src)[:120]} is not a readable JSON result ({why})")
+        raise InvalidInput(f"--from: {str(src)[:120]} is not a readable JSON result ({why})") from None
     claim = r.get("claim") if isinstance(r, dict) else None
     if not isinstance(claim, str) or not isinstance(r.get("rows"), list) or "params" not in r:
-        return _fail(f"--from: {str(src)[:120]} is not a check result (no \"claim\", \"params\" and \"rows\")")
+        raise InvalidInput(f"--from: {str(src)[:120]} is not a check result (no \"claim\", \"params\" and \"rows\")")
     if claim not in checks:
-        return _fail(f"--from: the result's claim {claim[:40]!r} is not a check with a figure "
-                     f"(one of {', '.join(checks)})")
+        raise InvalidInput(f"--from: the result's claim {claim[:40]!r} is not a check with a figure "
+                           f"(one of {', '.join(checks)})")
     if args.names and args.names[0] != claim:
-        return _fail(f"figures --from: NAME {str(args.names[0])[:40]!r} does not match the result's claim {claim!r}")
+        raise InvalidInput(f"figures --from: NAME {str(args.names[0])[:40]!r} does not match the result's claim {claim!r}")
     where = figures_dir() if args.out is not None else src.resolve().parent
     check_writable(where, "--out")
     say = (lambda *a, **k: None) if args.quiet else print

@@ -40,6 +40,8 @@ from typing import Any
 
 import numpy as np
 
+from .wording import fmt_num, interval, shown
+
 __all__ = ["broadcasting", "check", "check_shapes", "check_callable", "check_choice", "check_instance",
            "ArgumentTypeError", "INT_MAX"]
 
@@ -52,23 +54,14 @@ class ArgumentTypeError(TypeError, ValueError):
     ``TypeError`` and, like every other refusal of :func:`check`, a ``ValueError``."""
 
 
-def _shown(value: Any) -> str:
-    """The value as given, one line, at most 40 characters."""
-    from .options import _shown as shown
-
-    return shown(value)
-
-
 def _what(lo, hi, lo_open: bool, hi_open: bool, integer: bool, complex_ok: bool, neg_inf: bool, abs_max,
           scalar: bool, ndim, size) -> str:
     """``'a real number in [0, ∞)'``, ``'a 1-D array of 8 real numbers (finite)'``, …"""
-    from .options import Spec, fmt_num
-
     noun = "integer" if integer else "complex number" if complex_ok else "real number"
     if complex_ok:
         rng = "finite" if abs_max is None else f"with |z| ≤ {fmt_num(abs_max)}"
     else:
-        rng = Spec("float", lo, hi, lo_open, hi_open).range_text() or "finite"
+        rng = interval(lo, hi, lo_open, hi_open) or "finite"
     cond = f" ({rng})" if rng in ("finite",) or rng.startswith("with") else f" in {rng}"
     if neg_inf:
         cond += " or -inf"
@@ -110,33 +103,33 @@ def check(name: str, value: Any, lo: float | None = None, hi: float | None = Non
             return v
         value = v
     if value is None or isinstance(value, (str, bytes, bool, np.bool_)):
-        raise refuse(f"{type(value).__name__} {_shown(value)}", ArgumentTypeError)
+        raise refuse(f"{type(value).__name__} {shown(value)}", ArgumentTypeError)
     if isinstance(value, (np.ndarray, np.generic)) and np.ndim(value) == 0:
         value = value.item()  # a 0-d array or a NumPy scalar: the Python scalar it holds
     if not isinstance(value, (numbers.Number, np.ndarray, Sequence)) and not hasattr(value, "__array__"):
-        raise refuse(f"{type(value).__name__} {_shown(value)}", ArgumentTypeError)
+        raise refuse(f"{type(value).__name__} {shown(value)}", ArgumentTypeError)
     if isinstance(value, numbers.Number):
         v = _scalar(value, refuse, integer, complex_ok, neg_inf)
         _scalar_in_range(v, refuse, lo, hi, lo_open, hi_open, complex_ok, abs_max)
         if scalar:
             return v
         if ndim is not None and 0 not in (ndim if isinstance(ndim, tuple) else (ndim,)):
-            raise refuse(f"a scalar {_shown(value)}")
+            raise refuse(f"a scalar {shown(value)}")
         return np.asarray(v, dtype=np.int64 if integer else complex if complex_ok else float)
     try:
         a = np.asarray(value)
     except (ValueError, TypeError):
-        raise refuse(f"a ragged or non-numeric sequence {_shown(value)}", ArgumentTypeError) from None
+        raise refuse(f"a ragged or non-numeric sequence {shown(value)}", ArgumentTypeError) from None
     if scalar:
         raise refuse(f"an array of shape {a.shape}")
     if a.dtype.kind == "O":
         a = _object_array(a, refuse, integer, complex_ok)
     if a.dtype.kind == "b":
-        raise refuse(f"an array of bools {_shown(value)}", ArgumentTypeError)
+        raise refuse(f"an array of bools {shown(value)}", ArgumentTypeError)
     if a.dtype.kind not in "iufc":
-        raise refuse(f"an array of dtype {a.dtype} {_shown(value)}", ArgumentTypeError)
+        raise refuse(f"an array of dtype {a.dtype} {shown(value)}", ArgumentTypeError)
     if a.dtype.kind == "c" and not complex_ok:
-        raise refuse(f"complex values {_shown(value)}")
+        raise refuse(f"complex values {shown(value)}")
     if ndim is not None and a.ndim not in (ndim if isinstance(ndim, tuple) else (ndim,)):
         raise refuse(f"an array of shape {a.shape}")
     if size is not None and a.size != size:
@@ -173,9 +166,9 @@ def _scalar(x, refuse, integer: bool, complex_ok: bool, neg_inf: bool):
         raise refuse(f"bool {x!r}", ArgumentTypeError)
     if not isinstance(x, numbers.Real):
         if not isinstance(x, numbers.Complex):
-            raise refuse(f"{type(x).__name__} {_shown(x)}", ArgumentTypeError)
+            raise refuse(f"{type(x).__name__} {shown(x)}", ArgumentTypeError)
         if not complex_ok:
-            raise refuse(f"the complex value {_shown(x)[1:-1]}")
+            raise refuse(f"the complex value {shown(x)[1:-1]}")
         z = complex(x)
         if not (math.isfinite(z.real) and math.isfinite(z.imag)):
             raise refuse(repr(z))
@@ -189,12 +182,12 @@ def _scalar(x, refuse, integer: bool, complex_ok: bool, neg_inf: bool):
                 raise refuse(repr(x))
             v = int(f)
         if abs(v) > INT_MAX:
-            raise refuse(f"{_shown(v)[1:-1]} (integers beyond 2^53 are not supported)")
+            raise refuse(f"{shown(v)[1:-1]} (integers beyond 2^53 are not supported)")
         return v
     try:
         v = float(x)
     except OverflowError:
-        raise refuse(f"{_shown(x)[1:-1]} (beyond the float64 range)") from None
+        raise refuse(f"{shown(x)[1:-1]} (beyond the float64 range)") from None
     if math.isnan(v) or (math.isinf(v) and not (neg_inf and v < 0)):
         raise refuse(repr(v))
     return complex(v) if complex_ok else v
@@ -207,7 +200,7 @@ def _object_array(a: np.ndarray, refuse, integer: bool, complex_ok: bool) -> np.
         if isinstance(x, (np.ndarray, np.generic)) and np.ndim(x) == 0:
             x = x.item()
         if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Number):
-            raise refuse(f"an element {type(x).__name__} {_shown(x)}", ArgumentTypeError)
+            raise refuse(f"an element {type(x).__name__} {shown(x)}", ArgumentTypeError)
         out.append(_scalar(x, refuse, integer, complex_ok, True))
     return np.array(out, dtype=np.int64 if integer else complex if complex_ok else float).reshape(a.shape)
 
@@ -261,7 +254,7 @@ def check_instance(name: str, value: Any, cls: type | tuple[type, ...], what: st
         names = [c.__name__ for c in (cls if isinstance(cls, tuple) else (cls,))]
         what = "a " + " or a ".join(names)
     raise ArgumentTypeError(f"{name} must be {what}{' or None' if optional else ''}, got "
-                            f"{type(value).__name__} {_shown(value)}")
+                            f"{type(value).__name__} {shown(value)}")
 
 
 def check_callable(name: str, value: Any, *, optional: bool = False):
@@ -269,7 +262,7 @@ def check_callable(name: str, value: Any, *, optional: bool = False):
     if (optional and value is None) or callable(value):
         return value
     raise ArgumentTypeError(f"{name} must be a callable{' or None' if optional else ''}, got "
-                            f"{type(value).__name__} {_shown(value)}")
+                            f"{type(value).__name__} {shown(value)}")
 
 
 def check_choice(name: str, value: Any, choices) -> str:
@@ -278,7 +271,7 @@ def check_choice(name: str, value: Any, choices) -> str:
     if isinstance(value, str) and value in choices:
         return value
     exc = ValueError if isinstance(value, str) else ArgumentTypeError
-    raise exc(f"{name} must be one of {', '.join(choices)}, got {type(value).__name__} {_shown(value)}")
+    raise exc(f"{name} must be one of {', '.join(choices)}, got {type(value).__name__} {shown(value)}")
 
 
 def broadcasting(*names: str) -> Callable:
@@ -335,4 +328,4 @@ def _ndim(name: str, v: Any) -> int:
         return np.ndim(v)
     except (ValueError, TypeError):
         raise ArgumentTypeError(f"{name} must be a number or an array of numbers, got a ragged sequence "
-                                f"{_shown(v)}") from None
+                                f"{shown(v)}") from None

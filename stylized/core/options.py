@@ -38,9 +38,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InvalidInput
+from .wording import interval, shown
 
 __all__ = ["Spec", "LawRange", "Int", "Float", "IntList", "FloatList", "Choice", "Choices", "Bool", "Text", "spec_of",
-           "WORK_FACTOR", "MAX_LIST", "check_work", "work_estimate", "arg_type", "fmt_num", "arg_int", "arg_real",
+           "WORK_FACTOR", "MAX_LIST", "check_work", "work_estimate", "arg_type", "arg_int", "arg_real",
            "arg_reals", "OptionParser", "one_line"]
 
 WORK_FACTOR = 1000
@@ -48,26 +49,6 @@ WORK_FACTOR = 1000
 MAX_LIST = 64
 """Longest list any list option accepts."""
 _INT_LIMIT = 10**15  # integers beyond this are refused by every integer option (no overflow downstream)
-
-
-def fmt_num(x: float | int | None) -> str:
-    """``10000000`` → ``'10^7'``, ``0.5`` → ``'0.5'``, ``None`` → ``'∞'``."""
-    if x is None:
-        return "∞"
-    if abs(x) >= 1000 and float(x).is_integer() and abs(x) == 10 ** round(math.log10(abs(x))):
-        return ("-" if x < 0 else "") + f"10^{round(math.log10(abs(x)))}"
-    if isinstance(x, int) and x >= 2**16 and x & (x - 1) == 0:
-        return f"2^{x.bit_length() - 1}"
-    if isinstance(x, float) and math.isclose(x, math.pi):
-        return "π"
-    return f"{x:g}" if isinstance(x, float) else str(x)
-
-
-def _shown(value: Any) -> str:
-    """The value as the user gave it, one line, at most 40 characters."""
-    s = value if isinstance(value, str) else repr(value)
-    s = s.encode("utf-8", "backslashreplace").decode("utf-8").replace("\n", "\\n")
-    return repr(s[:40] + ("…" if len(s) > 40 else ""))
 
 
 @dataclass(frozen=True)
@@ -97,11 +78,8 @@ class Spec:
     def range_text(self) -> str:
         if self.kind in ("choice", "choices"):
             return ", ".join(self.choices)
-        if self.lo is None and self.hi is None:
-            return "finite" if self.kind.startswith("float") else ""
-        left = "(" if self.lo_open or self.lo is None else "["
-        right = ")" if self.hi_open or self.hi is None else "]"
-        return f"{left}{'-∞' if self.lo is None else fmt_num(self.lo)}, {fmt_num(self.hi)}{right}"
+        rng = interval(self.lo, self.hi, self.lo_open, self.hi_open)
+        return rng or ("finite" if self.kind.startswith("float") else "")
 
     def describe(self) -> str:
         """``'an integer in [1, 10^7]'``, ``'a comma list of numbers in (0, ∞)'``, …"""
@@ -125,7 +103,7 @@ class Spec:
         return text + (" or 'none'" if self.optional else "")
 
     def _fail(self, value: Any) -> InvalidInput:
-        return InvalidInput(f"must be {self.describe()}, got {_shown(value)}")
+        return InvalidInput(f"must be {self.describe()}, got {shown(value)}")
 
     # -- parsing -----------------------------------------------------------------------
     def _number(self, x: Any, whole: Any) -> float | int:

@@ -27,8 +27,10 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..core._broadcast import check
+from ..core.counter_rng import as_generator
 from ..core.options import arg_int, arg_real, arg_reals
-from ..laws.families import StepFamily, as_generator, uniform_sphere
+from ..core.step_ops import uniform_sphere
+from ..laws.law_type import StepLawType
 from .lse import softmax_rows
 from .transport import transported_queries, transported_sum
 
@@ -160,7 +162,7 @@ def far_mass(logits: np.ndarray, D: int) -> np.ndarray:
 
 
 def scores(
-    family: StepFamily, steps: np.ndarray, q: np.ndarray, keys: np.ndarray, lam: float, random_state=None
+    family: StepLawType, steps: np.ndarray, q: np.ndarray, keys: np.ndarray, lam: float, random_state=None
 ) -> np.ndarray:
     """``s_j = λ qᵀ P_{j→i} k_j`` for every source ``j`` of the query at ``i = L − 1`` (``O(L·d)``).
 
@@ -239,14 +241,14 @@ class StylizedAttention:
     ((4096,), 0.9883, (16,))
     """
 
-    family: StepFamily
+    family: StepLawType
     lam: float = 1.0
     D: int = 1
     alibi_m: float = 0.0
     target_aligned: bool = True
 
     def __post_init__(self):
-        if not isinstance(self.family, StepFamily):
+        if not isinstance(self.family, StepLawType):
             raise TypeError(f"family must be a StepFamily (see make_family), got {type(self.family).__name__}")
         check_lambda(self.lam)
         self.D = arg_int("D", self.D, 0)

@@ -35,7 +35,8 @@ import numpy as np
 
 from ..core.backend import namespace_of
 from ..core.counter_rng import sincos
-from ..laws.families import StepFamily, uniform_sphere
+from ..core.step_ops import uniform_sphere
+from ..laws.law_type import StepLawType
 from .kernels import lse_push, renormalize_phases
 from .lse import lse_rows
 from .sampling import XP_CHUNK_ELEMENTS
@@ -104,7 +105,7 @@ def so2_context_numba(theta, dot, cross, lam, D):
     return near, far_lse
 
 
-def so2_context_inputs(family: StepFamily, L: int, size: int, xrng, q: np.ndarray, target_n: int | None = None,
+def so2_context_inputs(family: StepLawType, L: int, size: int, xrng, q: np.ndarray, target_n: int | None = None,
                        xp=np):
     """Draw steps and keys for ``size`` contexts: ``theta``, ``dot``, ``cross`` ``(size, L, d/2)``, with the
     Generator ``xrng`` of the array namespace ``xp`` (NumPy on the host, CuPy on the device).  ``family`` is a
@@ -125,7 +126,7 @@ def so2_context_inputs(family: StepFamily, L: int, size: int, xrng, q: np.ndarra
     return theta, dot, cross
 
 
-def transport_context_xp(family: StepFamily, L: int, size: int, xrng, q: np.ndarray, lam: float, D: int,
+def transport_context_xp(family: StepLawType, L: int, size: int, xrng, q: np.ndarray, lam: float, D: int,
                          target_n: int | None = None, xp=np):
     """The attention sweep of any step law in the array namespace ``xp`` (NumPy, or CuPy on the device).
 

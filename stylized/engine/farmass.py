@@ -10,10 +10,11 @@
   literal model above; ``backend="cupy"`` runs all queries of a chunk at once through the array
   namespace, near window from :func:`stylized.engine.sampling.sample_overlaps` and every far score from the
   exact law below (so ``L_sim`` does not enter), drawn on the device in blocks of route steps.
-* closed forms (:func:`haar_mgf`, :func:`alibi_far_mass_bound`, :func:`horizon_prediction`) live in
-  :mod:`stylized.theory` and are re-exported here.  The predictions of this model's means live in
-  :mod:`stylized.theory.growth`; the streaming log-sum-exp and the bound's far-mass streams in
-  :mod:`stylized.engine.lse` (re-exported here).
+* closed forms (:func:`~stylized.theory.score_laws.haar_mgf`, :func:`~stylized.theory.bounds.alibi_far_mass_bound`,
+  :func:`~stylized.theory.bounds.horizon_prediction`) live in :mod:`stylized.theory`; the model's parameters
+  (:class:`~stylized.theory.growth.GrowthModel`) and the predictions of its means in :mod:`stylized.theory.growth`;
+  the streaming log-sum-exp and the bound's far-mass streams in :mod:`stylized.engine.lse`; the contraction's
+  route kernels in :mod:`stylized.engine.score_chains`.
 
 Exact far law.  A far key ``k_j`` uniform on ``S^{d−1}`` and independent of the steps makes
 ``P_{j→i} k_j`` uniform for *any* orthogonal ``P``, so the far scores are i.i.d. ``λξ`` with
@@ -24,6 +25,7 @@ uniform, ``||u_{n+1}||² = ||u_n||² (1 − β(2 − β) c)``, ``c ~ Beta(½, (d
 Example
 -------
 >>> from stylized.laws.families import make_family
+>>> from stylized.theory.growth import GrowthModel
 >>> model = GrowthModel(make_family("householder", 8), lam=2.0, D=4)
 >>> out = growth_trial(model, np.array([16, 64]), 64, rng=0)
 >>> bool(0 < out["rho"]["none"][0] < out["rho"]["none"][1] < 1)
@@ -34,88 +36,26 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 from scipy import special
 
-from ..core.backend import array_namespace, namespace_of, to_numpy, xp_generator
+from ..core.backend import array_namespace, to_numpy, xp_generator
+from ..core.counter_rng import as_generator
+from ..core.step_ops import uniform_sphere
 from ..laws.controls import GROWTH_CONTROLS, LiteralRoute
-from ..laws.families import as_generator, uniform_sphere
-from ..theory.bounds import alibi_far_mass_bound, far_mass_lower_bound, horizon_prediction, lambda_required  # noqa: F401
-from ..theory.growth import GrowthModel  # noqa: F401  (re-exported: the model's parameters live with its theory)
-from ..theory.score_laws import haar_mgf  # noqa: F401  (re-exported: closed forms live in stylized.theory)
-from . import lse as _lse
-from .kernels import beta_step_nb
-from .lse import (  # noqa: F401  (re-exported: the streaming pieces lived here before)
-    _XP_ELEMS,
-    _fold_lse,
-    _lse_xp,
-    _rho,
-    _stream_lse_many,
-    adversarial_search,
-    bench_rows,
-    counter_uniforms,
-    extreme_far_mass,
-    far_mass_split,
-    lse,
-    lse_rounding_tol,
-    stream_lse,
-    streamed_far_mass,
-    streamed_far_masses,
-)
+from ..theory.growth import GrowthModel
+from .lse import _XP_ELEMS, _fold_lse, _lse_xp, _rho, lse
 from .lse import cum_lse as _cum_lse
 from .sampling import equal_energy_query, haar_coordinates, sample_overlaps
-from .transport import beta_step, transported_queries
+from .transport import transported_queries
 
-_LSE_REEXPORTED = tuple(n for n in _lse.__all__ if n not in ("lse_push", "lse_rows", "cum_lse", "softmax_rows"))
-__all__ = [
-    *_LSE_REEXPORTED,
-    "haar_mgf",
-    "horizon_prediction",
-    "alibi_far_mass_bound",
-    "CONTROLS",
-    "GrowthModel",
-    "growth_trial",
-    "growth_trials",
-    "horizon_trial",
-    "horizon_trials",
-    "contraction_queries_numpy",
-    "contraction_queries_numba",
-    "far_mass_lower_bound",
-    "lambda_required",
-]
+__all__ = ["CONTROLS", "growth_trial", "growth_trials", "horizon_trial", "horizon_trials"]
 
 
 # --------------------------------------------------------------------------------------------
 # the stylized growth model with far-mass controls
 # --------------------------------------------------------------------------------------------
 CONTROLS = tuple(GROWTH_CONTROLS)  # registry order: none, alibi, log-scaling, forget-gate, contraction
-
-
-def contraction_queries_numpy(w, q, beta: float):
-    """``u_n = P_nᵀ q`` for PaTH-style steps ``I − β w wᵀ`` (symmetric); ``w[n]`` is the step added at length ``n``.
-
-    Row ``n`` of the result is the transported query at route length ``n`` (``u_0 = q``).  ``w`` is
-    ``(N, d)``, or ``(N, T, d)`` for ``T`` trials at once (the cupy path); any array namespace, ``q``
-    of the same namespace.
-    """
-    xp = namespace_of(w)
-    U = xp.empty(w.shape)
-    U[0] = q
-    for n in range(1, w.shape[0]):
-        U[n] = beta_step(U[n - 1], w[n], beta)
-    return U
-
-
-@numba.njit(cache=True)
-def contraction_queries_numba(w, q, beta):
-    N, d = w.shape
-    U = np.empty((N, d))
-    U[0] = q
-    for n in range(1, N):
-        U[n] = U[n - 1]
-        beta_step_nb(U[n], w[n], beta, 1.0)
-    return U
 
 
 def _orthogonal_scores(model: GrowthModel, N: int, keys: np.ndarray, q: np.ndarray, rng, backend: str) -> np.ndarray:

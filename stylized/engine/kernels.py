@@ -37,6 +37,7 @@ import numba
 import numpy as np
 
 from ..core.counter_rng import (
+    as_generator,
     box_muller,
     box_muller_np,
     draw,
@@ -49,9 +50,9 @@ from ..core.counter_rng import (
     unit_from_low,
     unit_open,
 )
-from ..laws.isotropic import Householder
+from ..core.step_ops import beta_step, uniform_sphere
 from .lse import lse_push
-from .transport import beta_step, iter_route_queries, route_angles
+from .transport import route_angles
 
 __all__ = ["kernel", "dot_nb", "beta_step_nb", "so2_scores_numpy", "so2_scores_numba", "householder_queries_numpy",
            "householder_queries_numba", "householder_overlaps_numpy", "householder_overlaps_numba",
@@ -74,7 +75,7 @@ def dot_nb(u, w):
 
 @numba.njit(inline="always")
 def beta_step_nb(u, w, beta, nn):
-    """``u ← u − (β/nn) w (w·u)`` in place: the one Numba form of :func:`stylized.engine.transport.beta_step`.
+    """``u ← u − (β/nn) w (w·u)`` in place: the one Numba form of :func:`stylized.core.step_ops.beta_step`.
 
     ``nn = 1`` for a unit ``w``; ``nn = ||g||²`` applies the step along an unnormalised ``g`` (``w = g/||g||``)."""
     f = beta * dot_nb(u, w) / nn
@@ -105,7 +106,7 @@ def so2_scores_numba(theta, dot, cross):
 def householder_queries_numpy(w: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Reference: ``w`` ``(L, d)`` unit reflection vectors by position, ``q`` ``(d,)``; returns ``U`` ``(L, d)``.
 
-    The reflection ``u ← u − 2w(w·u)`` (:func:`stylized.engine.transport.beta_step`) walked outward from the query.
+    The reflection ``u ← u − 2w(w·u)`` (:func:`stylized.core.step_ops.beta_step`) walked outward from the query.
     """
     U = np.empty(w.shape)
     U[-1] = q
@@ -127,10 +128,12 @@ def householder_queries_numba(w, q):
 
 def householder_overlaps_numpy(w: np.ndarray, q: np.ndarray, ns: np.ndarray) -> np.ndarray:
     """Reference: ``w`` ``(T, N, d)`` reflections (``w[:, n]`` is step ``m_{n+1}``) for ``T`` trials; returns
-    ``(T, len(ns))`` values ``qᵀ P_n q`` through the engine (:func:`stylized.engine.transport.iter_route_queries`)."""
-    steps = np.concatenate([np.zeros_like(w[:, :1]), w], axis=1)  # route-length order, row 0 unused
+    ``(T, len(ns))`` values ``qᵀ P_n q`` by the array β-step (:func:`stylized.core.step_ops.beta_step`, ``β = 2``)."""
     out = np.empty((w.shape[0], len(ns)))
-    for n, u in enumerate(iter_route_queries(Householder(d=w.shape[-1]), steps[:, : int(np.max(ns)) + 1], q)):
+    u = np.broadcast_to(q, (w.shape[0], q.shape[-1])).copy()
+    for n in range(min(int(np.max(ns)), w.shape[1]) + 1):
+        if n:
+            u = beta_step(u, w[:, n - 1])  # m_n (symmetric): u_n = m_n u_{n−1}
         out[:, ns == n] = (u @ q)[:, None]
     return out
 
@@ -221,8 +224,6 @@ def _reflect_rows(U, v):
 
 def householder_route_numpy(q: np.ndarray, L: int, random_state=None) -> np.ndarray:
     """Reference: draw ``L`` uniform ``w`` with NumPy, then the rank-one loop in NumPy; returns ``U`` ``(L, d)``."""
-    from ..laws.families import as_generator, uniform_sphere
-
     w = uniform_sphere(as_generator(random_state), (int(L),), q.shape[0])
     return householder_queries_numpy(w, np.asarray(q, dtype=float))
 
@@ -398,7 +399,7 @@ def so2_context_sampled(family, L: int, size: int, seed: int | np.random.SeedSeq
                         D: int, target_n: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``size`` SO(2) contexts of length ``L`` drawn and scored in one fused kernel (uniform-angle families).
 
-    Same law as drawing with :func:`stylized.engine.scores.so2_context_inputs` and scoring with
+    Same law as drawing with :func:`stylized.engine.context_sweep.so2_context_inputs` and scoring with
     ``so2_context_numba``, in ``O(size·d)`` memory; trial ``t`` uses the stream keyed by the
     ``t``-th word of ``SeedSequence(seed)``.  Returns ``near`` ``(size, D)`` (scores ``s_n``,
     ``n < D``) and ``far_lse`` ``(size,)`` (``log Σ_{n≥D} e^{λ s_n}``).

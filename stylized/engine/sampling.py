@@ -16,7 +16,7 @@ seeded from the NumPy Generator it is given (``cupy``); the route is walked in b
 memory is ``O(size·block·d)`` however long the route.  CuPy's streams
 differ from NumPy's: compare backends in distribution, or on identical inputs.
 :func:`sample_steps` draws structured steps ``M_t`` for any backend (each family's one sampler,
-:meth:`stylized.laws.families.StepFamily.sample`, in the backend's namespace); ``XP_CHUNK_ELEMENTS`` bounds
+:meth:`stylized.laws.base.StepLaw.sample`, in the backend's namespace); ``XP_CHUNK_ELEMENTS`` bounds
 a device array per chunk.
 
 :func:`sample_far_route` draws the transported vector ``P_n q`` itself for Haar-kind
@@ -39,7 +39,9 @@ import numpy as np
 
 from ..core._broadcast import check, check_instance
 from ..core.backend import array_namespace, to_numpy, xp_generator
-from ..laws.families import StepFamily, as_generator, uniform_sphere
+from ..core.counter_rng import as_generator
+from ..core.step_ops import uniform_sphere
+from ..laws.law_type import StepLawType
 from .transport_reference import route_product
 
 __all__ = ["equal_energy_query", "sample_overlaps", "sample_steps", "haar_coordinates", "sample_far_route",
@@ -67,10 +69,10 @@ def haar_coordinates(rng, shape, d: int):
     return 2.0 * x / (x + y) - 1.0
 
 
-def sample_steps(family: StepFamily, shape: tuple, xrng, backend: str = "numpy"):
+def sample_steps(family: StepLawType, shape: tuple, xrng, backend: str = "numpy"):
     """Structured i.i.d. steps ``M_t`` of shape ``shape`` plus the family's own trailing axis.
 
-    The family's one sampler (:meth:`StepFamily.sample`) in the backend's array namespace: NumPy for
+    The family's one sampler (:meth:`StepLaw.sample`) in the backend's array namespace: NumPy for
     numpy/numba (``xrng`` a NumPy Generator; the same draws as ``family.rvs``), CuPy for cupy (``xrng`` a
     CuPy Generator): plane angles ``θ`` (SO(2)), unit reflection vectors ``w`` (Householder) or the
     Haar-step mask (Haar kind).
@@ -85,7 +87,7 @@ def _check_ns(ns) -> np.ndarray:
     return ns
 
 
-def sample_overlaps(family: StepFamily, ns, size: int, random_state=None, backend: str = "numba",
+def sample_overlaps(family: StepLawType, ns, size: int, random_state=None, backend: str = "numba",
                     q: np.ndarray | None = None) -> np.ndarray:
     """``size`` independent chains of the route transport; returns ``(size, len(ns))`` samples of ``qᵀ P_n q``.
 
@@ -126,7 +128,7 @@ def sample_overlaps(family: StepFamily, ns, size: int, random_state=None, backen
     >>> bool(abs(x[:, 1].mean() - (1 - 2 / 16) ** 5) < 0.05)   # qᵀE[M]⁵q, within Monte Carlo error
     True
     """
-    check_instance("family", family, StepFamily, "a step law (StepLaw, see make_family)")
+    check_instance("family", family, StepLawType, "a step law (StepLaw, see make_family)")
     ns = _check_ns(ns)
     size = check("size", size, 0, integer=True, scalar=True)
     if q is not None:
@@ -143,7 +145,7 @@ def sample_overlaps(family: StepFamily, ns, size: int, random_state=None, backen
 # ---------------------------------------------------------------------------------------
 # Array-namespace path (CuPy on a GPU; runs with NumPy too, which is how it is tested here)
 # ---------------------------------------------------------------------------------------
-def _sample_overlaps_xp(family: StepFamily, ns: np.ndarray, size: int, xrng, xp, q=None, block: int | None = None, *,
+def _sample_overlaps_xp(family: StepLawType, ns: np.ndarray, size: int, xrng, xp, q=None, block: int | None = None, *,
                         k=None):
     """:func:`sample_overlaps` through the array namespace ``xp`` with its Generator ``xrng``: ``qᵀ P_n k``.
 
@@ -156,7 +158,7 @@ def _sample_overlaps_xp(family: StepFamily, ns: np.ndarray, size: int, xrng, xp,
     return family.walk_scores(ns, size, xrng, xp, q=qh, k=k, block=block)
 
 
-def sample_far_route(family: StepFamily, n: int, size: int, random_state=None, q: np.ndarray | None = None) -> np.ndarray:
+def sample_far_route(family: StepLawType, n: int, size: int, random_state=None, q: np.ndarray | None = None) -> np.ndarray:
     """``size`` draws of the transported vector ``P_n q`` for a Haar-kind family, from the exact law.
 
     ``P_n q`` is ``q`` when none of the ``n`` steps is a Haar step (probability ``(1 − p)^n``)
@@ -179,7 +181,7 @@ def sample_far_route(family: StepFamily, n: int, size: int, random_state=None, q
     return np.where(hit[:, None], np.linalg.norm(q) * uniform_sphere(rng, (size,), family.d), q)
 
 
-def sample_far_route_dense(family: StepFamily, n: int, size: int, random_state=None,
+def sample_far_route_dense(family: StepLawType, n: int, size: int, random_state=None,
                            q: np.ndarray | None = None) -> np.ndarray:
     """Brute-force reference for :func:`sample_far_route`: ``n`` dense steps per draw (Haar via ``ortho_group``)."""
     rng = as_generator(random_state)

@@ -20,7 +20,7 @@ equal ``k`` (the far copies of the target key in the score-gap check).  Every st
 Householder and Haar steps work in every dimension ``d ≥ 2``, odd included; only the SO(2) planes need
 an even ``d``.
 
-The reflection ``u − β w (w·u)`` is :func:`stylized.engine.transport.beta_step` in the namespace twins and
+The reflection ``u − β w (w·u)`` is :func:`stylized.core.step_ops.beta_step` in the namespace twins and
 :func:`stylized.engine.kernels.beta_step_nb` in the fused Numba kernels, which lay each unnormalised reflection
 vector out contiguously first (a step's normals ``g`` in a scratch; a QR column's ``v`` in place in its
 normals) and pass ``nn = ||·||²``.
@@ -50,6 +50,7 @@ import numpy as np
 
 from ..core.backend import array_namespace, namespace_of, to_numpy, xp_generator
 from ..core.counter_rng import (
+    as_generator,
     box_muller,
     box_muller_np,
     draw,
@@ -59,13 +60,13 @@ from ..core.counter_rng import (
     unit_from_high,
     unit_from_high_np,
 )
-from ..laws.families import as_generator
+from ..core.step_ops import beta_step
 from .kernels import beta_step_nb, dot_nb, renormalize_phases
-from .transport import beta_step
 
 __all__ = ["score_chains", "householder_chains", "haar_chains", "so2_chains", "householder_chain_scores", "so2_chain_scores", "haar_chain_scores",
            "householder_scores_xp", "so2_scores_xp", "haar_scores_xp", "haar_apply_transpose",
-           "counter_normals", "counter_uniforms", "BERNOULLI_OFFSET"]
+           "counter_normals", "counter_uniforms", "BERNOULLI_OFFSET", "contraction_queries_numpy",
+           "contraction_queries_numba"]
 
 _FAST = {"reassoc", "contract", "nsz", "arcp"}
 BERNOULLI_OFFSET = 1 << 40
@@ -355,3 +356,30 @@ def score_chains(family, N: int, size: int, seed=0, q: np.ndarray | None = None,
     if q.shape != (d,) or k.shape != (d,):
         raise ValueError(f"q and k must have shape ({d},), got {q.shape} and {k.shape}")
     return np.asarray(family.score_chains(N, size, seed, q, k, backend))
+
+
+# PaTH contraction chains (the far-mass contraction control, stylized.laws.controls)
+def contraction_queries_numpy(w, q, beta: float):
+    """``u_n = P_nᵀ q`` for PaTH-style steps ``I − β w wᵀ`` (symmetric); ``w[n]`` is the step added at length ``n``.
+
+    Row ``n`` of the result is the transported query at route length ``n`` (``u_0 = q``).  ``w`` is
+    ``(N, d)``, or ``(N, T, d)`` for ``T`` trials at once (the cupy path); any array namespace, ``q``
+    of the same namespace.
+    """
+    xp = namespace_of(w)
+    U = xp.empty(w.shape)
+    U[0] = q
+    for n in range(1, w.shape[0]):
+        U[n] = beta_step(U[n - 1], w[n], beta)
+    return U
+
+
+@numba.njit(cache=True)
+def contraction_queries_numba(w, q, beta):
+    N, d = w.shape
+    U = np.empty((N, d))
+    U[0] = q
+    for n in range(1, N):
+        U[n] = U[n - 1]
+        beta_step_nb(U[n], w[n], beta, 1.0)
+    return U

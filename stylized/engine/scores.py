@@ -4,7 +4,7 @@ Scores are ``s = qᵀ P_{j→i} k`` with unit ``q``, ``k`` and ``P_{j→i} = M_i
 (route length ``n = i − j``).  What lives here:
 
 * samplers of the post-mixing laws (Haar coordinate, uniform phases; their closed forms —
-  CDFs, moment generating functions — live in :mod:`stylized.theory.score_laws`, re-exported here);
+  CDFs, moment generating functions — live in :mod:`stylized.theory.score_laws`);
 * :func:`far_scores`: transported scores ``qᵀ P_n k`` sampled by the law's own walk (any law);
 * :func:`so2_pair_correlation`: ``E[cos(A_{j→i,b})]`` averaged over *every* pair ``(j, i)`` at route
   length ``n`` inside one context, by FFT autocorrelation of ``e^{iC_t}`` (``C_t`` cumulative angles);
@@ -12,8 +12,7 @@ Scores are ``s = qᵀ P_{j→i} k`` with unit ``q``, ``k`` and ``P_{j→i} = M_i
 * Householder chains ``qᵀ P_n k`` (Numba kernel and its array-namespace twin, both through the one
   β-step of :mod:`stylized.engine.transport` / :func:`stylized.engine.kernels.beta_step_nb`).
 
-The attention sweep (``so2_context_*``, ``transport_context_xp``) lives in :mod:`stylized.engine.context_sweep`
-and is re-exported here; benchmarks live in the top-level ``benchmarks`` package.
+The attention sweep (``so2_context_*``, ``transport_context_xp``) lives in :mod:`stylized.engine.context_sweep`; benchmarks live in the top-level ``benchmarks`` package.
 
 ``backend="cupy"``: :func:`far_scores` and :func:`uniform_phase_scores` draw on the device; the
 twins :func:`so2_pair_correlation`, :func:`householder_window_sums_numpy` and :func:`haar_window_sums`
@@ -36,40 +35,25 @@ import numpy as np
 from scipy import special
 
 from ..core.backend import array_namespace, namespace_of, to_numpy, xp_generator
+from ..core.counter_rng import as_generator
 from ..core.estimators import Estimate, proportion_ci
-from ..laws.check_hooks import stride_grid_sums
-from ..laws.families import Householder, StepFamily, as_generator
-from ..theory.score_laws import haar_expected_max, haar_mgf, uniform_phase_mgf
-from .context_sweep import (  # noqa: F401  (re-exported: the sweep's home is context_sweep)
-    so2_context_inputs,
-    so2_context_numba,
-    so2_context_numpy,
-    transport_context_xp,
-)
+from ..core.step_ops import beta_step, stride_grid_sums
+from ..laws.law_type import StepLawType
 from .kernels import beta_step_nb
 from .sampling import XP_CHUNK_ELEMENTS, _sample_overlaps_xp, haar_coordinates
-from .transport import beta_step, iter_route_queries
 
 __all__ = [
     "plane_dot_cross",
     "uniform_phase_scores",
     "far_scores",
-    "far_law_name",
     "tail_estimates",
-    "haar_mgf",
-    "uniform_phase_mgf",
     "haar_max_quantile_samples",
-    "haar_expected_max",
     "so2_pair_correlation",
     "householder_window_sums_numpy",
     "householder_window_sums_numba",
     "haar_window_sums",
     "householder_chain_scores_numpy",
     "householder_chain_scores_numba",
-    "so2_context_numpy",
-    "so2_context_numba",
-    "so2_context_inputs",
-    "transport_context_xp",
     "first_crossing",
 ]
 
@@ -107,14 +91,7 @@ def uniform_phase_scores(a: np.ndarray, size: int, random_state=None, backend: s
     return to_numpy(out)
 
 
-def far_law_name(family: StepFamily) -> str:
-    """The law a far score tends to, by the law's declared capabilities
-    (:attr:`~stylized.laws.base.StepLaw.post_mixing_law`): ``"haar"`` (isotropic orthogonal laws),
-    ``"uniform-phase"`` (equidistributing SO(2) planes) or ``"estimated"`` (a Monte Carlo reference)."""
-    return family.post_mixing_law
-
-
-def far_scores(family: StepFamily, n: int, size: int, random_state=None, backend: str = "numba",
+def far_scores(family: StepLawType, n: int, size: int, random_state=None, backend: str = "numba",
                q: np.ndarray | None = None, k: np.ndarray | None = None, chunk: int | None = None) -> np.ndarray:
     """``size`` samples of ``s = qᵀ P_n k`` (``n`` i.i.d. steps), drawn by the law's own walk
     (:meth:`~stylized.laws.base.StepLaw.walk_scores`), ``chunk`` trials at a time (default: all at once).
@@ -298,10 +275,11 @@ def first_crossing(n: np.ndarray, est: np.ndarray, lo: np.ndarray, hi: np.ndarra
 # ---------------------------------------------------------------------------------------
 def householder_chain_scores_numpy(g: np.ndarray, q: np.ndarray, k: np.ndarray) -> np.ndarray:
     """Reference: ``g`` ``(T, n, d)`` Gaussian draws (``w = g/|g|``); returns ``qᵀ M_n ⋯ M_1 k`` per trial, through
-    the engine (:func:`stylized.engine.transport.iter_route_queries`: ``P_nᵀ k = M_n ⋯ M_1 k`` for symmetric steps)."""
+    the array β-step (:func:`stylized.core.step_ops.beta_step`: ``P_nᵀ k = M_n ⋯ M_1 k`` for symmetric steps)."""
     w = g / np.linalg.norm(g, axis=2, keepdims=True)
-    steps = np.concatenate([np.zeros_like(w[:, :1]), w], axis=1)  # route-length order, row 0 unused
-    *_, u = iter_route_queries(Householder(d=g.shape[-1]), steps, np.asarray(k, dtype=float))
+    u = np.broadcast_to(np.asarray(k, dtype=float), (w.shape[0], w.shape[-1])).copy()
+    for n in range(w.shape[1]):
+        u = beta_step(u, w[:, n])
     return u @ q
 
 

@@ -6,11 +6,14 @@ positions before the query.  Steps are stored by route length, ``steps[..., n] =
 ``n = 0 … N−1`` (row 0 is never applied), in the family's structured form: plane angles (SO(2)),
 unit reflection vectors (Householder), a Haar-step mask (exact law) or dense Haar matrices.
 
-* :func:`beta_step` — the step ``u − β w (w·u)`` (Householder ``β = 2``, PaTH contraction ``β < 2``),
-  the one array-namespace implementation; its Numba twin is :func:`stylized.engine.kernels.beta_step_nb`;
-* :func:`route_queries`, :func:`route_scores` (``qᵀ P_n k_n``) and :func:`route_sum` / :func:`route_sums`
-  (``Σ_n a_n P_n v_n``, Horner from the far end), :func:`haar_law_sum` (the exact law of Haar steps);
-* :func:`transported_queries`, :func:`transported_sum`: the same for one context given by position
+The step primitives (the β-step ``u − β w (w·u)``, :func:`~stylized.core.step_ops.beta_step`, whose Numba twin is
+:func:`stylized.engine.kernels.beta_step_nb`; SO(2) plane rotations; the exact law of Haar steps) live in
+:mod:`stylized.core.step_ops`; a law's route transport is its own method (:meth:`~stylized.laws.base.StepLaw.route_queries`,
+:meth:`~stylized.laws.base.StepLaw.route_scores`, :meth:`~stylized.laws.base.StepLaw.route_sum`).  Here:
+
+* :func:`route_angles` (accumulated SO(2) angles by position), :func:`iter_route_queries` (one step at a time) and
+  :func:`route_sums` (``Σ_n a_n P_n v_n`` for several weight vectors on shared prepared routes);
+* :func:`transported_queries`, :func:`transported_sum`: one context given by position
   (``steps[t] = M_t``, query at ``L−1``), via :func:`stylized.engine.transport_reference.position_to_route`.
 
 The engine's ``family`` argument is a step law (:class:`stylized.laws.base.StepLaw`): the engine asks it
@@ -38,38 +41,9 @@ import numpy as np
 
 from ..core.backend import namespace_of
 from ..core.counter_rng import as_generator
-from ..laws.base import StepLaw
-from ..laws.step_ops import (
-    beta_step,
-    haar_law_queries,
-    haar_law_sum,
-    rotate_planes,
-    so2_rotate,
-    so2_trig,
-    uniform_sphere,
-)
-from .transport_reference import position_to_route, route_product
+from ..laws.law_type import StepLawType
 
-__all__ = [
-    "beta_step",
-    "route_angles",
-    "rotate_planes",
-    "so2_trig",
-    "so2_rotate",
-    "apply_step",
-    "iter_route_queries",
-    "route_queries",
-    "route_scores",
-    "route_sum",
-    "route_sums",
-    "haar_law_queries",
-    "haar_law_sum",
-    "route_product",
-    "transported_queries",
-    "transported_sum",
-]
-
-_ = (uniform_sphere, position_to_route, haar_law_queries, haar_law_sum)  # re-exported from their homes
+__all__ = ["route_angles", "iter_route_queries", "route_sums", "transported_queries", "transported_sum"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -89,12 +63,7 @@ def route_angles(theta: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------
 # the engine, by route length
 # ---------------------------------------------------------------------------------------
-def apply_step(family: StepLaw, step, x, *, transpose: bool, xrng=None):
-    """``m x`` (or ``mᵀ x``) for one route step of a batch, in the law's structured form (:meth:`StepLaw.apply`)."""
-    return family.apply(step, x, transpose=transpose, xrng=xrng)
-
-
-def iter_route_queries(family: StepLaw, steps, q, xrng=None):
+def iter_route_queries(family: StepLawType, steps, q, xrng=None):
     """Yield ``u_n = P_nᵀ q = m_nᵀ u_{n−1}`` for ``n = 0 … N−1`` (steps ``(..., N, <step axes>)``),
     one step at a time (memory ``O(batch·d)``)."""
     xp = namespace_of(steps)
@@ -106,28 +75,8 @@ def iter_route_queries(family: StepLaw, steps, q, xrng=None):
         yield u
 
 
-def route_queries(family: StepLaw, steps, q, trig=None, xrng=None):
-    """``u_n = P_nᵀ q`` for ``n = 0 … N−1``: steps ``(..., N, …)`` → ``(..., N, d)`` (the law's transport).
-
-    ``trig``: what :meth:`StepLaw.prepare_routes` returned for these steps (SO(2): :func:`so2_trig`), to share it."""
-    return family.route_queries(steps, q, xrng=xrng, prepared=trig)
-
-
-def route_scores(family: StepLaw, steps, q, keys, trig=None, xrng=None):
-    """``qᵀ P_n k_n`` for ``n = 0 … N−1`` and every route: ``keys`` ``(T, N, d)`` → ``(T, N)``.
-
-    ``trig``: optional :meth:`StepLaw.prepare_routes` of ``steps``, to share it with :func:`route_sums`.
-    """
-    return family.route_scores(steps, q, keys, xrng=xrng, prepared=trig)
-
-
-def route_sum(family: StepLaw, steps, weights, values, xrng=None):
-    """``Σ_n a_n P_n v_n`` for every route: Horner from the far end, ``r ← a_n v_n + m_{n+1} r``."""
-    return family.route_sum(steps, weights, values, xrng=xrng)
-
-
-def route_sums(family: StepLaw, steps, weights: tuple, values, trig=None, xrng=None) -> list:
-    """:func:`route_sum` for several weight vectors on the same routes (shared :meth:`StepLaw.prepare_routes`)."""
+def route_sums(family: StepLawType, steps, weights: tuple, values, trig=None, xrng=None) -> list:
+    """:meth:`StepLaw.route_sum` for several weight vectors on the same routes (shared :meth:`StepLaw.prepare_routes`)."""
     prepared = family.prepare_routes(steps) if trig is None else trig
     return [family.route_sum(steps, w, values, xrng=xrng, prepared=prepared) for w in weights]
 
@@ -135,12 +84,12 @@ def route_sums(family: StepLaw, steps, weights: tuple, values, trig=None, xrng=N
 # ---------------------------------------------------------------------------------------
 # one context given by position (steps[t] = M_t, query at i = L−1)
 # ---------------------------------------------------------------------------------------
-def transported_queries(family: StepLaw, steps: np.ndarray, q: np.ndarray, random_state=None) -> np.ndarray:
+def transported_queries(family: StepLawType, steps: np.ndarray, q: np.ndarray, random_state=None) -> np.ndarray:
     """``U[j] = P_{j→i}ᵀ q`` for every source ``j = 0 … L−1`` of the query at ``i = L−1``.
 
     Then the score of source ``j`` is ``λ · U[j] · k_j = λ qᵀ P_{j→i} k_j``.  ``steps`` are the structured
     draws by position; ``random_state`` is used only by laws transported in law (the Haar-step flag resamples
-    ``u`` uniformly at every Haar step, :func:`haar_law_queries`).
+    ``u`` uniformly at every Haar step, :func:`~stylized.core.step_ops.haar_law_queries`).
 
     Parameters
     ----------
@@ -172,7 +121,7 @@ def transported_queries(family: StepLaw, steps: np.ndarray, q: np.ndarray, rando
     return family.transported_queries(steps, np.asarray(q, dtype=float), as_generator(random_state))
 
 
-def transported_sum(family: StepLaw, steps: np.ndarray, weights: np.ndarray, values: np.ndarray,
+def transported_sum(family: StepLawType, steps: np.ndarray, weights: np.ndarray, values: np.ndarray,
                     random_state=None) -> np.ndarray:
     """``Σ_j α_j P_{j→i} v_j`` (value transport, query at ``i = L−1``) in ``O(L·d)`` (:func:`route_sum`).
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..laws.base import StepLaw as StepFamily
+from ..laws.law_type import StepLawType
 
 __all__ = ["route_product", "route_products", "position_to_route", "dense_route_steps", "reference_scores",
            "reference_sum"]
@@ -82,7 +82,7 @@ def route_products(mats: np.ndarray) -> np.ndarray:
     return P
 
 
-def dense_route_steps(family: StepFamily, steps: np.ndarray, random_state=None) -> np.ndarray:
+def dense_route_steps(family: StepLawType, steps: np.ndarray, random_state=None) -> np.ndarray:
     """Matrices of structured route-length draws ``steps`` ``(T, N, …)`` → ``(T, N, d, d)``.
 
     Haar-step flags get fresh Haar matrices from ``random_state``; already-dense ``(T, N, d, d)`` draws

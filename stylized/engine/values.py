@@ -10,8 +10,7 @@ We report the far interference energy relative to coherent addition,
 ``r = E||F||² / (ρ_D² ||b||²)`` (per trial ``||F/ρ_D||²``, so QK-only without noise is 1).
 
 The closed forms (the exact finite-``M`` value, its large-``M`` form, the plug-in ``ᾱᵀCᾱ``, the
-tilt floors and the exact Haar tilted energy) live in :mod:`stylized.theory.value_theory` and are
-re-exported here.
+tilt floors and the exact Haar tilted energy) live in :mod:`stylized.theory.value_theory`.
 
 Backends.  The Monte Carlo engine (:func:`far_energy_samples`, :func:`snr_samples`) is written once
 against an array namespace ``xp``: ``backend="numpy"``/``"numba"`` run it with NumPy on the caller's
@@ -35,8 +34,9 @@ from types import ModuleType
 import numpy as np
 
 from ..core.backend import array_namespace, namespace_of, to_numpy, xp_generator
-from ..laws.families import StepFamily, as_generator, uniform_sphere
-from ..laws.step_ops import gram_schmidt, orthogonal_dense  # noqa: F401  (re-exported: their home is step_ops)
+from ..core.counter_rng import as_generator
+from ..core.step_ops import uniform_sphere
+from ..laws.law_type import StepLawType
 from ..theory.value_theory import (
     correlation_pairs,
     has_correlation_pairs,
@@ -48,45 +48,32 @@ from ..theory.value_theory import (
 )
 from .lse import softmax_rows
 from .sampling import XP_CHUNK_ELEMENTS, sample_steps
-from .transport import (  # noqa: F401  (re-exported: the engine's home is transport)
-    haar_law_sum,
-    route_scores,
-    route_sum,
-    route_sums,
-    so2_trig,
-)
+from .transport import route_sums
 
 __all__ = [
     "draw_route_steps",
     "in_law_sums",
-    "route_scores",
-    "route_sum",
-    "route_sums",
-    "so2_trig",
-    "orthogonal_dense",
-    "gram_schmidt",
     "stable_weights",
     "ratio_ci",
     "far_keys",
     "chunk_size",
     "far_energy_samples",
-    "haar_law_sum",
     "snr_samples",
 ]
 
 
 # ---------------------------------------------------------------------------------------
 # route steps by route length n = 0 … N−1 (P_0 = I, P_n = m_1 m_2 ⋯ m_n); the transport
-# itself (route_scores, route_sum(s), haar_law_sum) is the engine of stylized.engine.transport
+# itself is the law's (StepLaw.route_scores, route_sum; stylized.engine.transport.route_sums)
 # ---------------------------------------------------------------------------------------
-def in_law_sums(family: StepFamily, weights: str, dense_haar: bool = False) -> bool:
+def in_law_sums(family: StepLawType, weights: str, dense_haar: bool = False) -> bool:
     """Whether :func:`far_energy_samples` sums along routes by the law's in-law transport: equal weights
     (independent of the steps) and a law whose draws fix the steps only in law (``pathwise = False``, the
     Haar-step flag: ``O(N·d)`` per route), unless ``dense_haar`` asks for pathwise dense steps."""
     return (not family.pathwise) and weights == "equal" and not dense_haar
 
 
-def draw_route_steps(family: StepFamily, size: int, N: int, rng, *, backend: str = "numpy") -> np.ndarray:
+def draw_route_steps(family: StepLawType, size: int, N: int, rng, *, backend: str = "numpy") -> np.ndarray:
     """Steps ``m_1 … m_{N−1}`` of ``size`` routes (index 0 unused), fixed pathwise (:meth:`StepLaw.pathwise_steps`).
 
     ``m_s`` is the step of the token ``s`` positions before the query, so the route of
@@ -117,7 +104,7 @@ def far_keys(rng, shape: tuple, b_hat: np.ndarray, align: float) -> np.ndarray:
     return k / xp.linalg.norm(k, axis=-1, keepdims=True)
 
 
-def chunk_size(family: StepFamily, N: int, budget: int | None = None, dense: bool | None = None,
+def chunk_size(family: StepLawType, N: int, budget: int | None = None, dense: bool | None = None,
                backend: str = "numpy") -> int:
     """Routes per chunk so that one ``(T, N, d)`` array (``(T, N, d, d)`` for dense steps) stays ≤ ``budget`` floats.
 
@@ -155,7 +142,7 @@ def ratio_ci(x: np.ndarray, y: np.ndarray, level: float = 0.95) -> tuple[float, 
 # Monte Carlo of the far output
 # ---------------------------------------------------------------------------------------
 def far_energy_samples(
-    family: StepFamily,
+    family: StepLawType,
     M: int,
     D: int,
     size: int,
@@ -251,7 +238,7 @@ def _far_values(size: int, N: int, D: int, b: np.ndarray, noise: float, rng, xp:
     return values
 
 
-def _route_energy(family: StepFamily, M: int, D: int, size: int, rng, weights: str, lam: float, key_align: float,
+def _route_energy(family: StepLawType, M: int, D: int, size: int, rng, weights: str, lam: float, key_align: float,
                   noise: float, b: np.ndarray, independent: bool, backend: str) -> dict:
     """:func:`far_energy_samples` along drawn routes (any family; weights may depend on the steps)."""
     xp = array_namespace(backend)
@@ -264,7 +251,7 @@ def _route_energy(family: StepFamily, M: int, D: int, size: int, rng, weights: s
     else:
         keys = xp.zeros((size, N, d))
         keys[:, D:] = far_keys(rng, (size, M), b_hat, key_align)
-        abar = stable_weights(lam * route_scores(family, steps, b_hat, keys, trig)[:, D:])
+        abar = stable_weights(lam * family.route_scores(steps, b_hat, keys, prepared=trig)[:, D:])
     values = _far_values(size, N, D, b, noise, rng, xp)
     a_full = xp.zeros((size, N))
     a_full[:, D:] = abar
@@ -274,7 +261,7 @@ def _route_energy(family: StepFamily, M: int, D: int, size: int, rng, weights: s
     }
     if independent:
         other = draw_route_steps(family, size, N, rng, backend=backend)
-        out["qkv-indep"] = xp.sum(route_sum(family, other, a_full, values) ** 2, axis=1) / nb
+        out["qkv-indep"] = xp.sum(family.route_sum(other, a_full, values) ** 2, axis=1) / nb
     sq = xp.sum(abar**2, axis=1)
     out["plugin"] = _plugin(family, b, abar, M, weights, xp) + noise**2 * d * sq / nb
     if weights != "equal" and family.mean_radius > 0:
@@ -282,7 +269,7 @@ def _route_energy(family: StepFamily, M: int, D: int, size: int, rng, weights: s
     return out
 
 
-def _plugin(family: StepFamily, b: np.ndarray, abar, M: int, weights: str, xp: ModuleType):
+def _plugin(family: StepLawType, b: np.ndarray, abar, M: int, weights: str, xp: ModuleType):
     """``ᾱᵀCᾱ`` with ``C_{jk} = b̂ᵀE[P_{|j−k|}]b̂``: the exact value (equal weights), the pair recursion
     :func:`quadratic_form` (planes or ``E[M] = c·I``), else the Toeplitz form of :func:`lag_correlations`."""
     if weights == "equal":
@@ -293,7 +280,7 @@ def _plugin(family: StepFamily, b: np.ndarray, abar, M: int, weights: str, xp: M
     return toeplitz_form(abar, lag_correlations(family, b, M))
 
 
-def _law_energy(family: StepFamily, M: int, D: int, size: int, rng, noise: float, b: np.ndarray,
+def _law_energy(family: StepLawType, M: int, D: int, size: int, rng, noise: float, b: np.ndarray,
                 independent: bool, backend: str) -> dict:
     """:func:`far_energy_samples` with equal weights by the law's in-law transport (:meth:`StepLaw.route_sum`
     on its structured draws, given ``xrng``): values first, then the steps of each transport."""
@@ -311,7 +298,7 @@ def _law_energy(family: StepFamily, M: int, D: int, size: int, rng, noise: float
 
 
 def snr_samples(
-    family: StepFamily,
+    family: StepLawType,
     L: int,
     K: int,
     size: int,
@@ -344,7 +331,7 @@ def snr_samples(
     keys[:, :K] = qd
     keys[:, K:] = far_keys(rng, (size, L - K), bd / xp.linalg.norm(bd), key_align)
     trig = family.prepare_routes(steps)
-    alpha = stable_weights(lam * route_scores(family, steps, qd, keys, trig))
+    alpha = stable_weights(lam * family.route_scores(steps, qd, keys, prepared=trig))
     values = _far_values(size, L, K, b, noise, rng, xp)
     values[:, :K] = td
     near, far = alpha.copy(), alpha.copy()
@@ -358,6 +345,6 @@ def snr_samples(
         "signal_qkv": (n_qkv @ td) ** 2,
         "interf_qk": xp.sum(xp.einsum("tn,tnd->td", far, values) ** 2, axis=1),
         "interf_qkv": xp.sum(f_qkv**2, axis=1),
-        "overlap": route_scores(family, steps[:, :K], td, tt),
+        "overlap": family.route_scores(steps[:, :K], td, tt),
     }
     return {k: to_numpy(v) for k, v in out.items()}

@@ -37,7 +37,7 @@ def run_reduced(check, *, seed: int = 0, mutant=None, backend: str = "numba", pa
     from .results import run_check
 
     p = {**check.reduced, **(mutant.params if mutant is not None else {}), **(params or {})}
-    backend = backend if backend in check.backends else check.backends[0]
+    backend = check.backend_for(backend)
     t0 = time.perf_counter()
     ctx = mutant.patch() if mutant is not None else None
     if ctx is None:

@@ -192,6 +192,10 @@ class Check:
     def defaults(self) -> dict:
         return {o.name: o.default for o in self.options}
 
+    def backend_for(self, preferred: str) -> str:
+        """``preferred`` if the check supports it, else the check's first backend."""
+        return preferred if preferred in self.backends else self.backends[0]
+
     def parse_params(self, given: dict | None = None) -> dict:
         """Defaults overridden by ``given`` (strings, lists or values), each parsed and validated by
         its option's spec; then the work estimate is capped (:func:`stylized.core.options.check_work`) and the limits

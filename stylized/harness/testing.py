@@ -2,7 +2,8 @@
 
 In the spirit of scikit-learn's ``check_estimator``: the library's whole contract for a
 :class:`~stylized.laws.base.StepLaw`, as a public tool.  Each item is one function ``check_law_<item>(law, *, seed,
-samples) → LawCheck`` (:data:`LAW_CHECKS`, so a test suite can parametrise over them):
+samples) → LawCheck`` (:data:`LAW_CHECKS`); :func:`law_checks` yields them as ``(law, check)`` pairs, one pytest case
+each (:func:`stylized.pytest_plugin.parametrize_with_law_checks`, as scikit-learn's ``parametrize_with_checks``):
 
 * ``shape`` — ``d`` is an integer ≥ 2; :meth:`sample` returns ``shape + <step axes>`` (``d × d`` for dense draws);
   :meth:`dense` returns ``(n, d, d)``;
@@ -22,9 +23,13 @@ samples) → LawCheck`` (:data:`LAW_CHECKS`, so a test suite can parametrise ove
   law, the post-mixing score law (``(1+s)/2`` of ``s = e₁ᵀP_n e₁`` at ``n = ⌈4·W(0.01)⌉`` against the
   Haar-coordinate law ``Beta((d−1)/2, (d−1)/2)``: one-sample KS);
 * ``planes`` — declared SO(2) planes: every draw is block-diagonal with ``2 × 2`` rotation blocks, and draws commute;
-* ``premises`` — a report, never failed: the premises of C2/C3 measured (:func:`stylized.theory.premises.measure_premises`).
+* ``premises`` — a report, never failed: the premises of C2/C3 measured (:func:`stylized.theory.premises.measure_premises`);
+* ``gap-oracle``, ``mean-power``, ``window``, ``random-state``, ``one-step``, ``backends``, ``dimensions`` — the law's
+  theory and transport against dense oracles, and the law rebuilt at other ``d``
+  (:mod:`stylized.harness.contract_oracles`).
 
-Each statistical item (``mean``, ``walk-vs-mean``, ``isotropic``) has family level :data:`CONTRACT_LEVEL` = ``1e-3``
+Each statistical item (``mean``, ``walk-vs-mean``, ``isotropic``) has family level
+:data:`~stylized.harness.contract_item.CONTRACT_LEVEL` = ``1e-3``
 (Bonferroni over its sub-tests), so a correct law fails an item about once in a thousand seeds.
 
 >>> from stylized.laws.families import make_family
@@ -35,76 +40,40 @@ True
 from __future__ import annotations
 
 import math
-import warnings
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from functools import partial
 
 import numpy as np
 from scipy import stats
 
+from ..core.step_ops import uniform_sphere
 from ..engine.transport_reference import reference_scores, reference_sum, route_products
 from ..laws.base import StepLaw
-from ..laws.step_ops import uniform_sphere
 from ..laws.trust import draw_defects
+from .contract_item import CONTRACT_LEVEL, SAMPLES, LawCheck, contract_item, z_level
+from .contract_oracles import (
+    check_law_backends,
+    check_law_dimensions,
+    check_law_gap_oracle,
+    check_law_mean_power,
+    check_law_one_step,
+    check_law_random_state,
+    check_law_window,
+)
 
-__all__ = ["LawCheck", "check_law", "CONTRACT_LEVEL", "LAW_CHECKS", "SAMPLES", "check_law_shape", "check_law_dtype",
-           "check_law_reproducible", "check_law_invalid_input", "check_law_orthogonal", "check_law_apply",
-           "check_law_dense_oracle", "check_law_mean", "check_law_walk_vs_mean", "check_law_gap",
-           "check_law_isotropic", "check_law_planes", "check_law_premises"]
-
-CONTRACT_LEVEL = 1e-3
-"""Family level of each statistical item of the contract."""
-
-SAMPLES = 20000
-"""Draws behind the ``mean`` item (the isotropy item takes a fifth of them per side)."""
+__all__ = ["check_law", "law_checks", "LAW_CHECKS", "check_law_shape", "check_law_dtype", "check_law_reproducible",
+           "check_law_invalid_input", "check_law_orthogonal", "check_law_apply", "check_law_dense_oracle",
+           "check_law_mean", "check_law_walk_vs_mean", "check_law_gap", "check_law_isotropic", "check_law_planes",
+           "check_law_premises"]
 
 _BUDGET = 2e8  # entries a statistical item may draw (size · steps · d^step_ndim)
-
-
-@dataclass(frozen=True)
-class LawCheck:
-    """One item of the contract: its name, whether it passed, and what was measured."""
-
-    name: str
-    passed: bool
-    detail: str
-
-
-LAW_CHECKS: dict[str, Callable[..., LawCheck]] = {}
-"""Every item of the contract by name, in the order :func:`check_law` runs them."""
-
-
-def _z(level: float, m: int = 1) -> float:
-    return float(stats.norm.isf(level / (2 * m)))
-
-
-def _item(name: str):
-    """Register ``fn(law, seed, samples) → (ok, detail)`` as item ``name``: a ``check_law_*`` function returning a
-    :class:`LawCheck`; an item whose law code raises fails, naming the exception."""
-    def wrap(fn):
-        def item(law: StepLaw, *, seed: int = 0, samples: int = SAMPLES) -> LawCheck:
-            try:
-                with warnings.catch_warnings():  # a law's draws that are complex or NaN are this item's finding
-                    warnings.simplefilter("ignore")
-                    ok, detail = fn(law, seed, samples)
-            except (Exception, SystemExit) as e:
-                text = str(e).strip().splitlines()[0] if str(e).strip() else ""
-                return LawCheck(name, False, f"raised {type(e).__name__}: {text}")
-            return LawCheck(name, bool(ok), detail)
-
-        item.__name__ = item.__qualname__ = fn.__name__
-        item.__doc__ = fn.__doc__
-        LAW_CHECKS[name] = item
-        return item
-
-    return wrap
 
 
 def _dense(law: StepLaw, n: int, rng) -> np.ndarray:
     return np.asarray(law.dense(law.rvs(n, rng), rng))
 
 
-@_item("shape")
+@contract_item("shape")
 def check_law_shape(law, seed, samples):
     """``d`` an integer ≥ 2; ``sample`` gives ``shape + <step axes>`` (``d × d`` dense); ``dense`` gives ``(n, d, d)``."""
     d, nd = law.d, law.step_ndim
@@ -118,7 +87,7 @@ def check_law_shape(law, seed, samples):
     return ok, f"d = {d}: sample (3, 2) → {x.shape}, dense(rvs(4)) → {dense.shape}"
 
 
-@_item("dtype")
+@contract_item("dtype")
 def check_law_dtype(law, seed, samples):
     """Draws (structured and dense) are real numbers, and dense draws are finite."""
     x = np.asarray(law.sample(np.random.default_rng(seed), (8,), np))
@@ -130,7 +99,7 @@ def check_law_dtype(law, seed, samples):
         "" if finite or not real else " (not finite)")
 
 
-@_item("reproducible")
+@contract_item("reproducible")
 def check_law_reproducible(law, seed, samples):
     """The same seed gives the same dense draws, the next seed different ones."""
     def draw(s):  # dense matrices: structured draws may be degenerate (Haar's flags are all set)
@@ -142,7 +111,7 @@ def check_law_reproducible(law, seed, samples):
     return ok, "same seed equal, next seed different (dense)" if random else "same seed equal (one matrix: deterministic)"
 
 
-@_item("invalid-input")
+@contract_item("invalid-input")
 def check_law_invalid_input(law, seed, samples):
     """``rvs`` refuses a negative and a fractional size."""
     refused = []
@@ -154,7 +123,7 @@ def check_law_invalid_input(law, seed, samples):
     return len(refused) == 2, f"rvs refused sizes {refused} of [-1, 1.5]"
 
 
-@_item("orthogonal")
+@contract_item("orthogonal")
 def check_law_orthogonal(law, seed, samples):
     """``MᵀM = I`` to rounding (``orthogonal = True``) or ``||M||_op ≤ 1`` (a declared contraction), 64 draws."""
     rng = np.random.default_rng(seed + 3)
@@ -163,7 +132,7 @@ def check_law_orthogonal(law, seed, samples):
     return why is None, f"{kind}, 64 draws: " + (why or "holds to rounding")
 
 
-@_item("apply")
+@contract_item("apply")
 def check_law_apply(law, seed, samples):
     """``apply(step, x)`` and its transpose against the dense matrix (pathwise laws)."""
     if not law.pathwise:
@@ -177,7 +146,7 @@ def check_law_apply(law, seed, samples):
     return max(e1, e2) < 1e-10, f"max error {max(e1, e2):.2e} (M x and Mᵀ x, 16 draws)"
 
 
-@_item("dense-oracle")
+@contract_item("dense-oracle")
 def check_law_dense_oracle(law, seed, samples):
     """Route transport (queries, scores, sums) against the dense route product (pathwise laws)."""
     if not law.pathwise:
@@ -194,7 +163,7 @@ def check_law_dense_oracle(law, seed, samples):
     return max(errs) < 1e-9, f"max error {max(errs):.2e} (scores, sums, queries; T={T}, N={N})"
 
 
-@_item("mean")
+@contract_item("mean")
 def check_law_mean(law, seed, samples):
     """A declared ``mean()`` against ``samples`` independent dense draws, entrywise z at level 1e-3 / d²."""
     d = law.d
@@ -207,11 +176,11 @@ def check_law_mean(law, seed, samples):
     m = law.dense(draws, rng).reshape(n, d * d)
     mu, se = m.mean(0), m.std(0, ddof=1) / math.sqrt(n)
     exact = np.asarray(law.mean(), dtype=float).reshape(d * d)
-    worst = float(np.max(np.abs(mu - exact) - _z(CONTRACT_LEVEL, d * d) * se - 1e-12))
+    worst = float(np.max(np.abs(mu - exact) - z_level(CONTRACT_LEVEL, d * d) * se - 1e-12))
     return worst <= 0, f"declared E[M] vs Monte Carlo (n = {n}): max excess over z·se = {worst:.3g} (level 1e-3)"
 
 
-@_item("walk-vs-mean")
+@contract_item("walk-vs-mean")
 def check_law_walk_vs_mean(law, seed, samples):
     """``E[qᵀP_n q]`` on 4000 chains at ``n = 1, 2, 5`` against ``qᵀE[M]ⁿq`` (z at level 1e-3 plus its radius)."""
     d = law.d
@@ -221,12 +190,12 @@ def check_law_walk_vs_mean(law, seed, samples):
     mu, se = x.mean(0), x.std(0, ddof=1) / math.sqrt(x.shape[0])
     theory = np.atleast_1d(law.mean_overlap(q, ns))
     rad = np.atleast_1d(law.mean_overlap_radius(q, ns))
-    excess = np.abs(mu - theory) - _z(CONTRACT_LEVEL, ns.size) * se - rad - 1e-12
+    excess = np.abs(mu - theory) - z_level(CONTRACT_LEVEL, ns.size) * se - rad - 1e-12
     return bool(np.all(excess <= 0)), (f"E[qᵀP_n q] at n = 1, 2, 5 (4000 chains) vs qᵀE[M]ⁿq "
                                        f"({law.theory_kind}): max excess {float(np.max(excess)):.3g}")
 
 
-@_item("gap")
+@contract_item("gap")
 def check_law_gap(law, seed, samples):
     """``γ ∈ [0, 1]`` and ``W(0.01) ≥ 1``."""
     g, w = law.spectral_gap, law.mixing_window(0.01)
@@ -244,7 +213,7 @@ def _images(law, x: np.ndarray, n: int, rng) -> np.ndarray:
     return np.concatenate(out)
 
 
-@_item("isotropic")
+@contract_item("isotropic")
 def check_law_isotropic(law, seed, samples):
     """A declared ``isotropic = True`` tested: conjugation invariance and the post-mixing Haar-coordinate law."""
     if not law.isotropic:
@@ -282,7 +251,7 @@ def check_law_isotropic(law, seed, samples):
     return ok, detail + f" (each at {alpha:.2g}; family level {CONTRACT_LEVEL:g})"
 
 
-@_item("planes")
+@contract_item("planes")
 def check_law_planes(law, seed, samples):
     """Declared SO(2) planes: block-diagonal ``2 × 2`` rotations (``d`` even), commuting draws."""
     if not law.planes:
@@ -301,7 +270,7 @@ def check_law_planes(law, seed, samples):
     return ok, f"32 draws: max off-block {off:.2g}, non-rotation block {rot:.2g}, max |M_iM_j − M_jM_i| {comm:.2g}"
 
 
-@_item("premises")
+@contract_item("premises")
 def check_law_premises(law, seed, samples):
     """A report (never failed): the premises of C2/C3 for this law, measured."""
     try:
@@ -319,6 +288,36 @@ def check_law_premises(law, seed, samples):
     return True, f"claim {p.claim}: {gaps}" + (f" — {p.note()}" if p.failures else "")
 
 
+LAW_CHECKS: dict[str, Callable[..., LawCheck]] = {f.item_name: f for f in (
+    check_law_shape, check_law_dtype, check_law_reproducible, check_law_invalid_input, check_law_orthogonal,
+    check_law_apply, check_law_dense_oracle, check_law_mean, check_law_walk_vs_mean, check_law_gap,
+    check_law_isotropic, check_law_planes, check_law_premises, check_law_gap_oracle, check_law_mean_power,
+    check_law_window, check_law_random_state, check_law_one_step, check_law_backends, check_law_dimensions)}
+"""Every item of the contract by name, in the order :func:`check_law` runs them."""
+
+
+def _run_item(name: str, law: StepLaw, *, seed: int = 0, samples: int = SAMPLES) -> LawCheck:
+    return check_law(law, seed=seed, samples=samples, items=(name,))[0]
+
+
+def law_checks(law: StepLaw) -> Iterator[tuple[StepLaw, Callable[..., LawCheck]]]:
+    """``(law, check)`` for every item of the contract, as scikit-learn's ``check_estimator(generate_only=True)``.
+
+    ``check(law)`` runs one item (``check.item_name``, its function's name ``check_law_<item>``) and raises
+    ``AssertionError`` naming what it measured when the item fails; it returns the item's :class:`LawCheck`.
+    :func:`stylized.pytest_plugin.parametrize_with_law_checks` makes one pytest case of each.
+
+    >>> from stylized.laws.families import make_family
+    >>> [check.item_name for _, check in law_checks(make_family("householder", 5))][:3]
+    ['shape', 'dtype', 'reproducible']
+    """
+    for name, fn in LAW_CHECKS.items():
+        check = partial(_run_item, name)
+        check.item_name = name
+        check.__name__ = fn.__name__
+        yield law, check
+
+
 def check_law(law: StepLaw, *, seed: int = 0, samples: int = SAMPLES, raise_on_fail: bool = True,
               items: tuple[str, ...] | None = None) -> list[LawCheck]:
     """Run the step-law contract on ``law``, as scikit-learn's ``check_estimator`` runs an estimator's.
@@ -326,9 +325,12 @@ def check_law(law: StepLaw, *, seed: int = 0, samples: int = SAMPLES, raise_on_f
     Every item of :data:`LAW_CHECKS` runs (shapes, dtype, reproducibility, invalid sizes, orthogonality or a
     declared contraction, ``apply`` and every transport against the dense route product ``P_{j→i} = M_i ⋯ M_{j+1}``,
     a declared ``mean()`` against Monte Carlo, the score walk ``E[qᵀP_n q]`` against ``qᵀE[M]ⁿq``, ``γ`` and the
-    window, a declared ``isotropic`` or ``planes``, and a report of the premises of C2/C3).  A declaration is a
+    window, a declared ``isotropic`` or ``planes``, a report of the premises of C2/C3, then ``γ``, ``E[M]ⁿ`` and
+    ``W(ε)`` against dense matrices, seeds, the law of one step, every transport backend, and the law rebuilt at
+    other ``d``: :mod:`stylized.harness.contract_oracles`).  A declaration is a
     claim the contract tests, never a fact it trusts.  Each statistical item has family level
-    :data:`CONTRACT_LEVEL` (``1e-3``), so a correct law fails an item about once in a thousand seeds.
+    :data:`~stylized.harness.contract_item.CONTRACT_LEVEL` (``1e-3``), so a correct law fails an item about once in a
+    thousand seeds.
 
     Parameters
     ----------
@@ -336,7 +338,7 @@ def check_law(law: StepLaw, *, seed: int = 0, samples: int = SAMPLES, raise_on_f
         The law under test, built-in or a user's (any :class:`~stylized.laws.base.StepLaw` subclass).
     seed : int, default 0
         Seed of every draw the contract makes; the same seed gives the same items.
-    samples : int, default :data:`SAMPLES` (20,000)
+    samples : int, default :data:`~stylized.harness.contract_item.SAMPLES` (20,000)
         Draws behind the ``mean`` item (the ``isotropic`` item takes a fifth of them per side).
     raise_on_fail : bool, default True
         Raise ``AssertionError`` naming every failed item (with what it measured) instead of returning them.

@@ -59,6 +59,7 @@ from ..core.backend import namespace_of
 from ..core.counter_rng import as_generator, reference_seed
 from ..core.estimators import t_half_width
 from .check_hooks import AttentionSweepHooks, ContextWindowHooks, OverlapLawHooks, ScoreChainHooks, ValueTransportHooks
+from .law_type import StepLawType
 
 __all__ = ["StepLaw", "MeanEstimate", "MEAN_SAMPLES", "law_label", "check_dimension"]
 
@@ -98,7 +99,7 @@ def law_label(cls: type) -> str:
 
 
 @dataclass(frozen=True)
-class StepLaw(ScoreChainHooks, ContextWindowHooks, AttentionSweepHooks, ValueTransportHooks, OverlapLawHooks):
+class StepLaw(ScoreChainHooks, ContextWindowHooks, AttentionSweepHooks, ValueTransportHooks, OverlapLawHooks, StepLawType):
     """A law of i.i.d. steps ``M_t`` in dimension ``d``: subclass it and define :meth:`sample`.
 
     Everything else (mean, gap ``γ``, window, ``qᵀE[M]ⁿq``, transport along routes, score walks)

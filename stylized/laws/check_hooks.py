@@ -18,35 +18,9 @@ import numpy as np
 
 from ..core.backend import namespace_of
 from ..core.counter_rng import as_generator
+from ..core.step_ops import stride_grid_sums
 
-__all__ = ["ScoreChainHooks", "ContextWindowHooks", "AttentionSweepHooks", "ValueTransportHooks", "OverlapLawHooks",
-           "stride_grid_sums"]
-
-
-def stride_grid_sums(step_back, steps, q, nmax: int, stride: int, ax: int, d: int):
-    """``Σ_i qᵀ P_{i−n→i} q`` and the number of queries ``i = L−1, L−1−stride, …`` with ``i ≥ n``, ``n = 0 … nmax``.
-
-    ``steps`` by position along axis ``ax`` (leading axes: independent contexts); ``step_back(step, U)`` is
-    ``M_{i−n}ᵀ U`` for the steps ``step`` gathered at ``i − n``: the walk ``u_{n+1} = M_{i−n}ᵀ u_n`` from
-    ``u_0 = q``, all queries at once.  Returns ``sums`` ``(..., nmax+1)`` in the namespace of ``steps`` and
-    ``counts`` ``(nmax+1,)`` (host NumPy, the same for every context).
-    """
-    xp = namespace_of(steps)
-    L = steps.shape[ax]
-    qx = xp.asarray(np.asarray(q, dtype=float))
-    pos = np.arange(L - 1, -1, -stride)
-    posx = xp.asarray(pos)
-    sums = xp.zeros(steps.shape[:ax] + (nmax + 1,))
-    counts = np.zeros(nmax + 1)
-    U = xp.broadcast_to(qx, steps.shape[:ax] + (pos.size, d)).copy()
-    for n in range(nmax + 1):
-        live = int(np.count_nonzero(pos - n >= 0))  # the grid descends: the live queries come first
-        if not live:
-            break
-        sums[..., n] = (U[..., :live, :] @ qx).sum(axis=-1)
-        counts[n] = live
-        U = step_back(xp.take(steps, xp.maximum(posx - n, 0), axis=ax), U)  # M_{i−n} extends the route to n+1
-    return sums, counts
+__all__ = ["ScoreChainHooks", "ContextWindowHooks", "AttentionSweepHooks", "ValueTransportHooks", "OverlapLawHooks"]
 
 
 class ScoreChainHooks:

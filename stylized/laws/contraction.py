@@ -7,7 +7,7 @@ of ``M`` is invariant under conjugation by ``O(d)`` (``isotropic = True``), and 
 .. math:: E[M] = (1 − β/d) I,   γ = β/d.
 
 A draw is the unit vector ``w`` (``step_ndim = 1``); :meth:`Contraction.apply` is
-:func:`~stylized.laws.step_ops.beta_step` (``M`` is symmetric, so ``transpose`` changes nothing) and
+:func:`~stylized.core.step_ops.beta_step` (``M`` is symmetric, so ``transpose`` changes nothing) and
 :meth:`Contraction.dense` the matrices, the oracle.  The norm of a transported vector is not kept:
 ``log ||P_n k||`` is a sum of ``n`` i.i.d. increments ``½ log(1 − β(2−β)c²)``
 (:mod:`stylized.theory.contraction_theory`).
@@ -30,9 +30,9 @@ from typing import ClassVar
 import numpy as np
 
 from ..core._broadcast import check
+from ..core.step_ops import beta_step, uniform_sphere
 from .base import check_dimension
 from .isotropic import _ScalarMean
-from .step_ops import beta_step, uniform_sphere
 
 __all__ = ["Contraction"]
 

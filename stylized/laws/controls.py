@@ -162,7 +162,7 @@ class ForgetGate(GrowthControl):
         return None, "", "none (logits unbounded below)"
 
     def weight_factor(self, model) -> float | None:
-        from ..theory.growth import forget_gate_mean
+        from ..theory.bounds import forget_gate_mean
 
         r = forget_gate_mean(model.gate, model.gate_sd)
         return None if r >= 1.0 else r  # σ(g) = 1 in float64 (g ≳ 37): no decay, c_n = 1
@@ -198,8 +198,8 @@ class ContractionControl(GrowthControl):
     predicted = False
 
     def literal_logits(self, route):
-        from ..engine.farmass import contraction_queries_numba, contraction_queries_numpy
-        from .step_ops import uniform_sphere
+        from ..core.step_ops import uniform_sphere
+        from ..engine.score_chains import contraction_queries_numba, contraction_queries_numpy
 
         model, d = route.model, route.model.family.d
         w = uniform_sphere(route.rng, (route.s.shape[0],), d)
@@ -208,8 +208,8 @@ class ContractionControl(GrowthControl):
         return model.lam * np.einsum("nd,nd->n", U, route.keys), math.log(max(float(U[-1] @ U[-1]), 1e-300))
 
     def near_logits_xp(self, model, s_near, xrng, xp):
-        from ..engine.farmass import contraction_queries_numpy
         from ..engine.sampling import equal_energy_query, haar_coordinates
+        from ..engine.score_chains import contraction_queries_numpy
 
         (T, D), d = s_near.shape, model.family.d
         n_al = D if model.near == "all" else 1

@@ -16,10 +16,9 @@ from scipy.stats import ortho_group
 
 from ..core.backend import namespace_of
 from ..core.counter_rng import as_generator
-from .base import StepLaw as StepFamily
-from .base import check_route_length
+from ..core.step_ops import beta_step, haar_law_queries, haar_law_sum, orthogonal_dense, uniform_sphere
+from .base import StepLaw, check_route_length
 from .family_args import validate_family_args
-from .step_ops import beta_step, haar_law_queries, haar_law_sum, orthogonal_dense, uniform_sphere
 
 __all__ = ["Householder", "LazyHaar", "Haar"]
 
@@ -28,7 +27,7 @@ __all__ = ["Householder", "LazyHaar", "Haar"]
 # O(d) families
 # ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class _ScalarMean(StepFamily):
+class _ScalarMean(StepLaw):
     """An isotropic law, ``E[M] = (1 − γ) I``: the mean, its powers and ``qᵀE[M]ⁿq`` from the closed-form ``γ``."""
 
     isotropic: ClassVar[bool] = True
@@ -121,7 +120,7 @@ class Householder(_ScalarMean):
         """The Numba stride-grid kernel on ``backend="numba"`` (host reflection vectors ``w``, one context
         at a time); the generic walk :meth:`StepLaw.context_overlaps` otherwise."""
         if backend != "numba" or not isinstance(steps, np.ndarray):
-            return StepFamily.context_overlaps(self, steps, q, nmax, stride=stride, xrng=xrng, backend=backend)
+            return StepLaw.context_overlaps(self, steps, q, nmax, stride=stride, xrng=xrng, backend=backend)
         from ..engine.scores import householder_window_sums_numba
 
         if not 0 <= nmax <= steps.shape[-2] - 1:
@@ -172,7 +171,7 @@ class LazyHaar(_ScalarMean):
         """Exact in law: a Haar step maps ``x`` to ``||x||`` times a fresh uniform unit vector (from ``xrng``),
         a lazy step is the identity.  Dense Haar matrices (float ``(..., d, d)``) are applied as matrices."""
         if step.dtype != bool:
-            return StepFamily.apply(self, step, x, transpose=transpose)
+            return StepLaw.apply(self, step, x, transpose=transpose)
         if xrng is None:
             raise ValueError("a Haar-step flag is applied in law: pass xrng")
         xp = namespace_of(x)
@@ -198,9 +197,9 @@ class LazyHaar(_ScalarMean):
     def route_scores(self, steps, q, keys, *, xrng=None, prepared=None):
         if self._dense_steps(steps):
             return self._as_dense().route_scores(steps, q, keys)
-        return StepFamily.route_scores(self, steps, q, keys, xrng=xrng)
+        return StepLaw.route_scores(self, steps, q, keys, xrng=xrng)
 
-    def _as_dense(self) -> StepFamily:
+    def _as_dense(self) -> StepLaw:
         """The same steps seen as dense matrices (a view for transport, ``step_ndim = 2``)."""
         return _DenseView(d=self.d)
 
@@ -322,7 +321,7 @@ class LazyHaar(_ScalarMean):
 
     def pathwise_steps(self, xrng, shape: tuple, xp=np):
         """Dense steps: the Haar-step flags (:meth:`sample`), then a Haar matrix for each flag drawn with the
-        same ``xrng`` (:func:`~stylized.laws.step_ops.orthogonal_dense`: LAPACK QR on NumPy, Gram–Schmidt on
+        same ``xrng`` (:func:`~stylized.core.step_ops.orthogonal_dense`: LAPACK QR on NumPy, Gram–Schmidt on
         another namespace), the identity elsewhere."""
         shape = tuple(int(x) for x in shape)
         mask = self.sample(xrng, shape, xp)
@@ -356,7 +355,7 @@ class Haar(LazyHaar):
 
 
 @dataclass(frozen=True)
-class _DenseView(StepFamily):
+class _DenseView(StepLaw):
     """Dense ``d × d`` steps already drawn (dense Haar matrices): the generic transport."""
 
     law_name: ClassVar[str] = "dense-steps"

@@ -14,10 +14,9 @@ import numpy as np
 
 from ..core.backend import namespace_of
 from ..core.counter_rng import as_generator
-from .base import StepLaw as StepFamily
-from .base import check_route_length
+from ..core.step_ops import rotate_planes, so2_rotate, so2_trig
+from .base import StepLaw, check_route_length
 from .family_args import validate_family_args
-from .step_ops import rotate_planes, so2_rotate, so2_trig
 
 __all__ = ["rope_frequencies", "SO2Family", "SO2Uniform", "RopeRandom", "SO2Normal", "TokenAngles"]
 
@@ -55,7 +54,7 @@ def _sinc(x: np.ndarray) -> np.ndarray:
 # SO(2) block families: angles, never matrices
 # ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class SO2Family(StepFamily):
+class SO2Family(StepLaw):
     """Block-diagonal ``M = diag(R(θ_1), …, R(θ_{d/2}))`` with independent plane angles.
 
     Each plane has characteristic value ``χ_b = E[e^{iθ_b}]``; the plane mean is
@@ -173,7 +172,7 @@ class SO2Family(StepFamily):
         autocorrelation of ``e^{iC_t}`` (:func:`stylized.engine.scores.so2_pair_correlation`); the generic walk
         for a coarser grid."""
         if stride != 1:
-            return StepFamily.context_overlaps(self, steps, q, nmax, stride=stride, xrng=xrng, backend=backend)
+            return StepLaw.context_overlaps(self, steps, q, nmax, stride=stride, xrng=xrng, backend=backend)
         from ..engine.scores import so2_pair_correlation
 
         if not 0 <= nmax <= steps.shape[-2] - 1:

@@ -46,11 +46,12 @@ from __future__ import annotations
 # package (``stylized.theory.bounds``) does not load the others, so the step laws below can use the
 # formulas they override without an import cycle.
 _LAZY: dict[str, tuple[str, ...]] = {
-    "bounds": ('alibi_far_mass_bound', 'alibi_far_sum', 'chi_power_correlation', 'far_mass_lower_bound', 'haar_coordinate_cdf', 'haar_coordinate_law', 'haar_coordinate_pdf', 'haar_coordinate_tail', 'hoeffding_tail', 'horizon_prediction', 'lambda_required', 'levy_tail', 'mixing_window',),
-    "growth": ('forget_gate_mean', 'horizon_crossing', 'mean_near_sum', 'predict_growth', 'predict_transfer', 'ratio_of_means', 'wald_horizon', 'wald_horizon_bounds',),
+    "bounds": ('alibi_far_mass_bound', 'alibi_far_sum', 'chi_power_correlation', 'far_mass_lower_bound', 'forget_gate_mean', 'haar_coordinate_cdf', 'haar_coordinate_law', 'haar_coordinate_pdf', 'haar_coordinate_tail', 'hoeffding_tail', 'horizon_prediction', 'lambda_required', 'levy_tail', 'mixing_window',),
+    "growth": ('horizon_crossing', 'mean_near_sum', 'predict_growth', 'predict_transfer', 'ratio_of_means', 'wald_horizon', 'wald_horizon_bounds',),
+    "phase_cdf": ('gil_pelaez_cdf',),
     "premises": ('measure_premises', 'reflection_harmonic_eigenvalue',),
     "retrieval": ('chance', 'expected_score', 'expected_weight', 'nonmixing_floor', 'nonmixing_share', 'passkey_law', 'rank_one_probability', 'top_logit_probability',),
-    "score_laws": ('HaarCoordinate', 'UniformPhaseSum', 'far_score_law', 'gil_pelaez_cdf', 'haar_expected_max', 'haar_log_mgf', 'haar_mgf', 'jacobi_nodes', 'max_mgf_bound', 'uniform_phase_log_mgf', 'uniform_phase_mgf',),
+    "score_laws": ('HaarCoordinate', 'UniformPhaseSum', 'far_score_law', 'haar_expected_max', 'haar_log_mgf', 'haar_mgf', 'jacobi_nodes', 'max_mgf_bound', 'uniform_phase_log_mgf', 'uniform_phase_mgf',),
     "value_theory": ('coherent_sum', 'correlation_pairs', 'haar_tilt_energy', 'haar_tilt_floor', 'qk_interference_theory', 'qkv_asymptote', 'qkv_interference_theory', 'quadratic_form', 'tilt_floor', 'torus_tilt_floor',),
     "weight_laws": ('FarLaw', 'IsotropicChain', 'far_laplace_sum', 'laplace_ratio_mean', 'so2_overlap_mgf',),
 }

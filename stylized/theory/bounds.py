@@ -32,6 +32,7 @@ __all__ = [
     "alibi_far_sum",
     "alibi_far_mass_bound",
     "horizon_prediction",
+    "forget_gate_mean",
     "levy_tail",
     "haar_coordinate_tail",
     "haar_coordinate_cdf",
@@ -434,3 +435,15 @@ def window_from_log_rate(log_rate, eps: float):
     with np.errstate(divide="ignore", over="ignore"):
         w = np.divide(math.log(eps), log_rate)
     return np.where(np.isfinite(w), np.ceil(w), np.inf)
+
+
+@broadcasting("gate", "sd")
+def forget_gate_mean(gate: float, sd: float) -> float:
+    """Mean forget-gate factor (claim C4 control, *derived here*): ``φ = E σ(g)``, ``g ~ N(gate, sd²)``.
+
+    Gauss–Hermite with 80 nodes; ``E e^{G_n} = φ^n`` for i.i.d. gates.  Broadcasts over ``gate`` and ``sd``.
+    """
+    gate, sd = arg_real("gate", gate), arg_real("sd", sd, 0)
+    x, w = np.polynomial.hermite_e.hermegauss(80)
+    with np.errstate(over="ignore"):  # e^{−g} = inf for g ≪ 0 gives σ(g) = 0 exactly: no warning
+        return float(np.sum(w / (1.0 + np.exp(-(gate + sd * x)))) / math.sqrt(2 * math.pi))

@@ -18,10 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core._broadcast import ArgumentTypeError, broadcasting, check, check_callable, check_choice, check_instance
-from ..core.options import arg_real
+from ..core._broadcast import ArgumentTypeError, check, check_callable, check_choice, check_instance
 from ..laws.controls import GROWTH_CONTROLS, growth_control
-from ..laws.families import StepFamily
+from ..laws.law_type import StepLawType
 from .bounds import horizon_prediction
 from .weight_laws import (
     FarLaw,
@@ -35,7 +34,7 @@ from .weight_laws import (
     so2_overlap_mgf,
 )
 
-__all__ = ["wald_horizon", "wald_horizon_bounds", "forget_gate_mean", "control_factor", "control_lambda", "mean_near_sum", "predict_growth",
+__all__ = ["wald_horizon", "wald_horizon_bounds", "control_factor", "control_lambda", "mean_near_sum", "predict_growth",
            "ratio_of_means", "horizon_crossing", "predict_transfer", "geometric_sum", "target_chain"]
 
 
@@ -48,7 +47,7 @@ class GrowthModel:
     ``f = σ(g)``, ``g ~ N(gate, gate_sd²)`` per token; ``beta`` of the contraction ``I − β w wᵀ``.
     """
 
-    family: StepFamily
+    family: StepLawType
     lam: float
     D: int
     near: str = "all"
@@ -69,7 +68,7 @@ def _check_model(model):
     """``model`` a :class:`GrowthModel` whose fields lie in their domains (else a
     ``ValueError`` naming the field)."""
     check_instance("model", model, GrowthModel, "a GrowthModel (stylized.theory.growth)")
-    check_instance("model.family", model.family, StepFamily, "a step law (StepLaw, see make_family)")
+    check_instance("model.family", model.family, StepLawType, "a step law (StepLaw, see make_family)")
     check("model.lam (λ)", model.lam, 0, scalar=True)
     check("model.D", model.D, 1, integer=True, scalar=True)
     check_choice("model.near", model.near, ("all", "target"))
@@ -124,18 +123,6 @@ def wald_horizon_bounds(mean_near: float, far: FarLaw, D: int) -> tuple[float, f
     D = check("D", D, 0, integer=True, scalar=True)
     mu = far.mean
     return D + mean_near / mu, D + (mean_near + far.second_moment / mu) / mu
-
-
-@broadcasting("gate", "sd")
-def forget_gate_mean(gate: float, sd: float) -> float:
-    """Mean forget-gate factor (claim C4 control, *derived here*): ``φ = E σ(g)``, ``g ~ N(gate, sd²)``.
-
-    Gauss–Hermite with 80 nodes; ``E e^{G_n} = φ^n`` for i.i.d. gates.  Broadcasts over ``gate`` and ``sd``.
-    """
-    gate, sd = arg_real("gate", gate), arg_real("sd", sd, 0)
-    x, w = np.polynomial.hermite_e.hermegauss(80)
-    with np.errstate(over="ignore"):  # e^{−g} = inf for g ≪ 0 gives σ(g) = 0 exactly: no warning
-        return float(np.sum(w / (1.0 + np.exp(-(gate + sd * x)))) / math.sqrt(2 * math.pi))
 
 
 def geometric_sum(r: float, start: int, stop: int, power: int = 1) -> float:
@@ -316,7 +303,7 @@ def horizon_crossing(model, far_law=FarLaw, chain=None, h: float = 0.1) -> float
 # ---------------------------------------------------------------------------------------
 # the transfer model: one planted target among uniform keys
 # ---------------------------------------------------------------------------------------
-def target_chain(family: StepFamily, n: int):
+def target_chain(family: StepLawType, n: int):
     """The transport law of the planted target ``t_n = qᵀP_n q``: the :class:`IsotropicChain` of an isotropic
     orthogonal law, ``None`` for commuting planes with closed-form harmonics (exact Jacobi–Anger moments), else a
     :class:`ReferenceChain` (simulated reference chains of the law)."""
@@ -325,7 +312,7 @@ def target_chain(family: StepFamily, n: int):
     return None if plane_harmonics(family) else ReferenceChain(family, n + 1)
 
 
-def _target_laplace(family: StepFamily, lam: float, n: int, sig: np.ndarray, q: np.ndarray,
+def _target_laplace(family: StepLawType, lam: float, n: int, sig: np.ndarray, q: np.ndarray,
                     chain=None) -> tuple[np.ndarray, np.ndarray, str]:
     """For the planted target ``Y = e^{λ qᵀP_n q}``: ``log E e^{−σY}``, ``E[Y e^{−σY}]/E e^{−σY}`` and the kind.
 
@@ -349,7 +336,7 @@ def _target_laplace(family: StepFamily, lam: float, n: int, sig: np.ndarray, q: 
     return np.where(cap, -sig * math.exp(-lam), lp), np.where(cap, math.exp(-lam), tl), "approximation"
 
 
-def predict_transfer(family: StepFamily, lam: float, D: int, target_n: int, Ls, q: np.ndarray,
+def predict_transfer(family: StepLawType, lam: float, D: int, target_n: int, Ls, q: np.ndarray,
                      far_law=FarLaw, h: float = 0.1, chain=None) -> dict:
     """(claim C3, *derived here*) Predicted means of the transfer model (target ``k = q`` at route length ``target_n``, other keys uniform).
 
@@ -361,7 +348,7 @@ def predict_transfer(family: StepFamily, lam: float, D: int, target_n: int, Ls, 
     ``lam ≥ 0``, ``D ≥ 1``, ``0 ≤ target_n < D``, ``Ls`` context lengths ``L > D``, ``q`` a finite vector of
     length ``d``, ``h ∈ (0, 1]``.
     """
-    check_instance("family", family, StepFamily, "a step law (StepLaw, see make_family)")
+    check_instance("family", family, StepLawType, "a step law (StepLaw, see make_family)")
     lam = check("lam (λ)", lam, 0, scalar=True)
     D = check("D", D, 1, integer=True, scalar=True)
     target_n = check("target_n", target_n, 0, D - 1, integer=True, scalar=True)

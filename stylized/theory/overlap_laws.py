@@ -43,6 +43,7 @@ from scipy import signal, special, stats
 
 from ..core.counter_rng import reference_seed
 from ..core.estimators import t_half_width
+from ..laws.family_args import validate_family_args
 
 __all__ = ["H_DEFAULT", "IH_MAX", "REFERENCE_SAMPLES", "REFERENCE_BATCHES", "OverlapRule", "irwin_hall_cdf",
            "wrapped_uniform_sum_cdf", "phase_series_cdf", "plane_phase_law", "haar_bins", "uniform_phase_law",
@@ -164,11 +165,24 @@ def haar_bins(d: int, h: float = H_DEFAULT, scale: float = 1.0) -> tuple[np.ndar
     return j * h, w / w.sum()
 
 
+class _UniformPhases:
+    """One step of ``d/2`` planes with uniform angles on ``(−π, π]`` (``so2-uniform`` at ``ω = π``): what
+    :func:`plane_phase_law` asks of a law (``n_planes``, :meth:`chi`, :meth:`folded_phase_cdf`), built from the closed
+    forms here so that the theory needs no step law."""
+
+    def __init__(self, d: int):
+        self.n_planes = validate_family_args("so2-uniform", d, planes=True, omega=math.pi) // 2
+
+    def chi(self) -> np.ndarray:
+        return np.sinc(np.full(self.n_planes, math.pi) / np.pi).astype(complex)
+
+    def folded_phase_cdf(self, b: int, n: int, u):
+        return wrapped_uniform_sum_cdf(math.pi, n, u)
+
+
 def uniform_phase_law(d: int, q: np.ndarray, h: float = H_DEFAULT) -> tuple[np.ndarray, np.ndarray]:
     """``Σ_b |q_b|² cos U_b`` with i.i.d. uniform phases ``U_b``, binned on ``hℤ`` (plane angles ``U(−π, π)``)."""
-    from ..laws.so2 import SO2Uniform
-
-    return plane_phase_law(SO2Uniform(d=d, omega=math.pi), q, 1, h)
+    return plane_phase_law(_UniformPhases(d), q, 1, h)
 
 
 def far_overlap_law(law, q: np.ndarray, h: float = H_DEFAULT) -> tuple[np.ndarray, np.ndarray] | None:

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..core._broadcast import check_instance
 from ..core.options import arg_int
+from ..laws.law_type import StepLawType
 from . import premise_estimates as pe
 
 __all__ = ["Gap", "Premises", "measure_premises", "reflection_harmonic_eigenvalue", "ZERO"]
@@ -198,9 +199,7 @@ def measure_premises(law, *, seed: int = 0, K: int = 8, degrees: tuple[int, ...]
 
     (claim C2's premise, *derived*: a gap of ``E[M]`` alone is the degree-1 harmonic only.)  ``seed`` an integer
     ≥ 0, ``K`` in ``[1, 64]``, ``degrees`` a tuple of integers in ``[2, 8]``, ``samples`` in ``[100, 10⁶]``."""
-    from ..laws.base import StepLaw
-
-    check_instance("law", law, StepLaw, "a step law (StepLaw, see make_family)")
+    check_instance("law", law, StepLawType, "a step law (StepLaw, see make_family)")
     seed = arg_int("seed", seed, 0, 2**63 - 1)
     K = arg_int("K", K, 1, 64)
     samples = arg_int("samples", samples, 100, 10**6)

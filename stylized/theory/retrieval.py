@@ -46,7 +46,7 @@ import numpy as np
 from scipy import stats
 
 from ..core._broadcast import ArgumentTypeError, check, check_instance
-from ..laws.families import StepFamily
+from ..laws.law_type import StepLawType
 from .overlap_laws import H_DEFAULT, far_overlap_law, haar_bins
 from .weight_laws import FarLaw
 
@@ -59,8 +59,8 @@ MAX_GRID = 2**26
 """Most nodes of the extended grid of :func:`haystack_log_laplace` (0.5 GiB of float64)."""
 
 
-def _law(family) -> StepFamily:
-    return check_instance("family", family, StepFamily, "a step law (StepLaw, see make_family)")
+def _law(family) -> StepLawType:
+    return check_instance("family", family, StepLawType, "a step law (StepLaw, see make_family)")
 
 
 def _unit_query(q, d: int | None = None) -> np.ndarray:
@@ -94,7 +94,7 @@ def _control(control) -> RetrievalControl:
     return check_instance("control", control, RetrievalControl)
 
 
-def _per_plane(family: StepFamily) -> bool:
+def _per_plane(family: StepLawType) -> bool:
     """Whether ``qᵀE[P_n]q = Σ_b |q_b|² Re χ_bⁿ``: commuting planes with i.i.d. steps."""
     return bool(family.planes and family.iid)
 
@@ -102,7 +102,7 @@ def _per_plane(family: StepFamily) -> bool:
 # ---------------------------------------------------------------------------------------
 # expected score and the non-mixing planes
 # ---------------------------------------------------------------------------------------
-def _matrix_overlap(family: StepFamily, q: np.ndarray, x: np.ndarray, chi_scale: float) -> np.ndarray:
+def _matrix_overlap(family: StepLawType, q: np.ndarray, x: np.ndarray, chi_scale: float) -> np.ndarray:
     """``qᵀE[P_n]q`` for a law without planes or isotropy: :meth:`mean_overlap` at integer ``x``; a scaled mean or a
     non-integer power (mutation tests) by the eigen-decomposition of ``E[M]`` (eigenvalues clipped to ``|·| ≤ 1``)."""
     xs = np.ravel(x)
@@ -115,7 +115,7 @@ def _matrix_overlap(family: StepFamily, q: np.ndarray, x: np.ndarray, chi_scale:
     return np.real(np.power.outer(ev, xs.astype(complex)).T @ (left * right)).reshape(np.shape(x))
 
 
-def expected_score(family: StepFamily, q, n, lam: float = 1.0, chi_scale: float = 1.0, exponent=None):
+def expected_score(family: StepLawType, q, n, lam: float = 1.0, chi_scale: float = 1.0, exponent=None):
     """``E[λ qᵀP_n q] = λ qᵀE[M]ⁿq``: ``λ Σ_b |q_b|² Re χ_bⁿ`` for commuting planes, ``λ cⁿ|q|²`` for an isotropic law
     (``E[M] = c·I``), ``λ qᵀE[M]ⁿq`` otherwise (``E[M]`` estimated where the law has no closed form; its radius is
     ``λ`` :meth:`mean_overlap_radius`). (claim C3, beyond the paper; derived here)
@@ -143,7 +143,7 @@ def expected_score(family: StepFamily, q, n, lam: float = 1.0, chi_scale: float 
     return float(out) if np.ndim(out) == 0 else out
 
 
-def nonmixing_share(family: StepFamily, q, L: int, eps: float = 0.05) -> tuple[float, int]:
+def nonmixing_share(family: StepLawType, q, L: int, eps: float = 0.05) -> tuple[float, int]:
     """``(Σ_{b: W_b(ε) > L} |q_b|², #planes)``: query energy in the planes that do not mix within ``L`` tokens. (claim C3, beyond the paper; derived here)
 
     ``W_b(ε) = ⌈ln ε/ln|χ_b|⌉`` (:meth:`plane_windows`, laws with ``planes``); any other law mixes as a whole
@@ -159,7 +159,7 @@ def nonmixing_share(family: StepFamily, q, L: int, eps: float = 0.05) -> tuple[f
     return (1.0, 1) if slow else (0.0, 0)
 
 
-def nonmixing_floor(family: StepFamily, q, n, L: int, lam: float = 1.0, eps: float = 0.05):
+def nonmixing_floor(family: StepLawType, q, n, L: int, lam: float = 1.0, eps: float = 0.05):
     """``λ Σ_{b: W_b(ε) > L} |q_b|² Re χ_bⁿ``: the part of the expected passkey score carried by non-mixing planes. (claim C3, beyond the paper; derived here)
 
     ``n`` route lengths ``≥ 0``, ``L ≥ 0`` an integer, ``lam`` finite, ``ε ∈ (0, 1)``."""
@@ -179,7 +179,7 @@ def nonmixing_floor(family: StepFamily, q, n, L: int, lam: float = 1.0, eps: flo
 # ---------------------------------------------------------------------------------------
 # the law of s_n = qᵀP_n q
 # ---------------------------------------------------------------------------------------
-def passkey_law(family: StepFamily, q, n: int, h: float = H_DEFAULT) -> tuple[np.ndarray, np.ndarray]:
+def passkey_law(family: StepLawType, q, n: int, h: float = H_DEFAULT) -> tuple[np.ndarray, np.ndarray]:
     """The law of ``s_n = qᵀP_n q`` as a rule ``(points, weights)``: ``E g(s_n) ≈ Σ_k weights_k g(points_k)``. (claim C3, beyond the paper; derived here)
 
     The law's own rule (:meth:`~stylized.laws.base.StepLaw.overlap_law`): planes with a continuous angle law, exact
@@ -197,7 +197,7 @@ def passkey_law(family: StepFamily, q, n: int, h: float = H_DEFAULT) -> tuple[np
     return rule[0], rule[1]
 
 
-def mixed_law(family: StepFamily, q, h: float = H_DEFAULT) -> tuple[np.ndarray, np.ndarray]:
+def mixed_law(family: StepLawType, q, h: float = H_DEFAULT) -> tuple[np.ndarray, np.ndarray]:
     """The post-mixing law of ``s = qᵀPq`` (route ``≫ W``) binned on ``hℤ``: uniform phases (planes) or a Haar coordinate
     (isotropic), for a law that declares ``mixes_to_uniform`` (:func:`stylized.theory.overlap_laws.far_overlap_law`)."""
     q = _unit_query(q)

@@ -12,7 +12,7 @@
 
   truncated where the bound ``|J₀(z)| ≤ √(2/(πz))`` puts the remainder below ``tol`` (four or more
   planes); one plane is the arcsine law, two or three planes nested integrals of it.
-  :func:`gil_pelaez_cdf` is the slow independent reference (inversion of ``φ`` by quadrature).
+  :func:`~stylized.theory.phase_cdf.gil_pelaez_cdf` is the slow independent reference (inversion of ``φ`` by quadrature).
 * :func:`max_mgf_bound`: ``E[max_{j≤M} s_j] ≤ min_β (ln M + ln E e^{βs})/β`` for *any* dependence
   between ``M`` scores with this marginal (Jensen), the bound behind the score-gap check.
 * :func:`far_score_law`: the law a family's far score tends to, asked of the law
@@ -43,11 +43,12 @@ from scipy import optimize, special, stats
 
 from ..core._broadcast import broadcasting, check, check_callable, check_instance
 from ..core.options import arg_int, arg_real
+from ..laws.law_type import StepLawType
 from .bounds import haar_coordinate_cdf, haar_coordinate_pdf, haar_coordinate_tail, hoeffding_tail, levy_tail
-from .phase_cdf import _few_planes_cdf, gil_pelaez_cdf  # noqa: F401  (re-exported)
+from .phase_cdf import _few_planes_cdf
 from .score_reference import EstimatedScoreLaw, estimated_far_score_law
 
-__all__ = ["HaarCoordinate", "UniformPhaseSum", "EstimatedScoreLaw", "far_score_law", "self_consistency_law", "estimated_far_score_law", "gil_pelaez_cdf", "max_mgf_bound",
+__all__ = ["HaarCoordinate", "UniformPhaseSum", "EstimatedScoreLaw", "far_score_law", "self_consistency_law", "estimated_far_score_law", "max_mgf_bound",
            "haar_mgf", "haar_log_mgf", "uniform_phase_mgf", "uniform_phase_log_mgf", "haar_expected_max",
            "jacobi_nodes"]
 
@@ -413,9 +414,7 @@ def far_score_law(family, q: np.ndarray, k: np.ndarray):
     be.  The law's own limit, a self-consistency reference only, is :func:`self_consistency_law`.
 
     ``q`` and ``k``: non-zero finite vectors of the law's dimension ``d``."""
-    from ..laws.base import StepLaw
-
-    check_instance("family", family, StepLaw, "a step law (StepLaw, see make_family)")
+    check_instance("family", family, StepLawType, "a step law (StepLaw, see make_family)")
     q = check("q", q, ndim=1, size=family.d)
     k = check("k", k, ndim=1, size=family.d)
     for name, v in (("q", q), ("k", k)):

@@ -28,7 +28,7 @@ from scipy.special import ive
 from ..core._broadcast import broadcasting, check, check_instance
 from ..core.backend import namespace_of
 from ..core.options import arg_int, arg_real
-from ..laws.families import StepFamily
+from ..laws.law_type import StepLawType
 from .score_laws import jacobi_nodes
 
 __all__ = [
@@ -50,13 +50,13 @@ __all__ = [
 ]
 
 
-def _iid(family: StepFamily) -> bool:
+def _iid(family: StepLawType) -> bool:
     """Whether the steps are i.i.d. (a law with dependent steps, e.g. a Markov token chain, declares ``iid = False``)."""
     return bool(family.iid)
 
 
-def _law(family) -> StepFamily:
-    return check_instance("family", family, StepFamily, "a step law (StepLaw, see make_family)")
+def _law(family) -> StepLawType:
+    return check_instance("family", family, StepLawType, "a step law (StepLaw, see make_family)")
 
 
 def _background(b, d: int | None = None) -> np.ndarray:
@@ -78,20 +78,20 @@ def _unit(b: np.ndarray) -> np.ndarray:
     return b / np.sqrt(nb)
 
 
-def _scalar_mean(family: StepFamily) -> float | None:
+def _scalar_mean(family: StepLawType) -> float | None:
     """``c`` when the theory's ``E[M]`` (:meth:`StepLaw.theory_mean`, exact or estimated) is ``c·I``, else ``None``."""
     mean = family.theory_mean()
     c = float(mean[0, 0])
     return c if np.allclose(mean, c * np.eye(family.d)) else None
 
 
-def has_correlation_pairs(family: StepFamily) -> bool:
+def has_correlation_pairs(family: StepLawType) -> bool:
     """Whether ``b̂ᵀE[P_m]b̂`` is a short sum ``Σ_r w_r Re z_r^m`` (:func:`correlation_pairs`): i.i.d. steps with
     commuting planes (``planes``: ``z_r = χ_b``) or a scalar mean ``E[M] = c·I``."""
     return _iid(family) and (family.planes or family.isotropic or _scalar_mean(family) is not None)
 
 
-def correlation_pairs(family: StepFamily, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def correlation_pairs(family: StepLawType, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(claim C5, *quoted*: ``Σ_b ||b_b||² Re χ_b^m`` for SO(2)) Weights ``w`` and ratios ``z`` with ``bᵀE[M]^m b / ||b||² = Σ_r w_r Re z_r^m``.
 
     Commuting planes (``planes``): ``w_b = ||b_b||²/||b||²`` and ``z_b = χ_b`` per plane (equal ``χ`` merged).
@@ -114,13 +114,13 @@ def correlation_pairs(family: StepFamily, b: np.ndarray) -> tuple[np.ndarray, np
     return np.ones(1), np.array([c], dtype=complex)
 
 
-def lag_correlations(family: StepFamily, b: np.ndarray, M: int) -> np.ndarray:
+def lag_correlations(family: StepLawType, b: np.ndarray, M: int) -> np.ndarray:
     """(claim C5, *derived*) ``c_m = b̂ᵀE[P_m]b̂`` for ``m = 0 … M−1`` from the law's :meth:`StepLaw.mean_overlap`
     (exact where the law knows ``E[P_m]``, from the estimated ``E[M]`` otherwise): the form of every law."""
     return np.asarray(family.mean_overlap(_unit(b), np.arange(int(M))), dtype=float).reshape(int(M))
 
 
-def lag_radius(family: StepFamily, b: np.ndarray, M: int) -> np.ndarray:
+def lag_radius(family: StepLawType, b: np.ndarray, M: int) -> np.ndarray:
     """95% bounds on the errors of :func:`lag_correlations` from an estimated ``E[M]``
     (:meth:`StepLaw.mean_overlap_radius`; ``0`` at lag 0 and for a closed form)."""
     r = np.asarray(family.mean_overlap_radius(_unit(b), np.arange(int(M))), dtype=float).reshape(int(M)).copy()
@@ -158,7 +158,7 @@ def coherent_sum(z: complex | np.ndarray, M: int) -> np.ndarray:
 
 
 @broadcasting("M", "noise")
-def qkv_interference_theory(family: StepFamily, b: np.ndarray, M: int, noise: float = 0.0) -> float:
+def qkv_interference_theory(family: StepLawType, b: np.ndarray, M: int, noise: float = 0.0) -> float:
     """Finite-``M`` far interference of QKV (claim C5, *derived*): exact ``E||F_QKV||²/(ρ_D²||b||²)`` for ``M``
     equal-weight far sources (i.i.d. steps); broadcasts over ``M`` and ``noise``.
 
@@ -178,7 +178,7 @@ def qkv_interference_theory(family: StepFamily, b: np.ndarray, M: int, noise: fl
     return coh + noise**2 * family.d / (M * float(np.dot(b, b)))
 
 
-def qkv_interference_radius(family: StepFamily, b: np.ndarray, M: int) -> float:
+def qkv_interference_radius(family: StepLawType, b: np.ndarray, M: int) -> float:
     """95% radius of :func:`qkv_interference_theory` from an estimated ``E[M]``: ``(2/M²) Σ_{m≥1} (M − m) r_m``
     with ``r_m`` the lag bounds of :func:`lag_radius` (``0`` for a closed form)."""
     M = int(M)
@@ -187,7 +187,7 @@ def qkv_interference_radius(family: StepFamily, b: np.ndarray, M: int) -> float:
     return _coherent_lags(lag_radius(family, b, M), M)
 
 
-def qkv_asymptote(family: StepFamily, b: np.ndarray, M: int, noise: float = 0.0) -> float | None:
+def qkv_asymptote(family: StepLawType, b: np.ndarray, M: int, noise: float = 0.0) -> float | None:
     """Large-``M`` form (claim C5, *quoted*: the paper's ``(1 + χ)/((1 − χ)M)``)
     ``Σ_r w_r Re[(1+z_r)/(1−z_r)]/M + σ²d/(M||b||²)`` (an approximation of
     :func:`qkv_interference_theory`; ``None`` when some ``z_r = 1``: no decay, or without correlation pairs).
@@ -290,7 +290,7 @@ def torus_tilt_floor(b: np.ndarray, lam: float) -> float:
     return float(w @ (ive(1, k) / ive(0, k)) ** 2) if lam > 0 else 0.0
 
 
-def tilt_floor(family: StepFamily, b: np.ndarray, lam: float) -> float | None:
+def tilt_floor(family: StepLawType, b: np.ndarray, lam: float) -> float | None:
     """(claim C5, *derived here*) The ``M → ∞`` coherent floor of ``r_QKV`` with query and far keys ``= b̂`` (softmax scale ``λ``).
 
     Laws whose long routes carry ``b̂`` to the uniform law on its orbit (:attr:`StepLaw.mixes_to_uniform`):

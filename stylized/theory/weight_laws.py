@@ -38,7 +38,7 @@ from scipy import special
 from ..core._broadcast import broadcasting, check, check_instance, check_shapes
 from ..core.counter_rng import reference_seed
 from ..core.estimators import t_half_width
-from ..laws.families import StepFamily
+from ..laws.law_type import StepLawType
 from .score_laws import haar_mgf, jacobi_nodes
 
 __all__ = ["FarLaw", "IsotropicChain", "ReferenceChain", "near_chain", "so2_overlap_mgf", "far_laplace_sum",
@@ -183,13 +183,13 @@ class IsotropicChain:
     (:attr:`theory_kind` says which; ``batch`` selects one of the :data:`OVERLAP_BATCHES` batch estimates).
     """
 
-    family: StepFamily
+    family: StepLawType
     n_nodes: int = 96
     n_quad: int = 24
     batch: int | None = None
 
     def __post_init__(self):
-        check_instance("family", self.family, StepFamily, "a step law (StepLaw, see make_family)")
+        check_instance("family", self.family, StepLawType, "a step law (StepLaw, see make_family)")
         object.__setattr__(self, "n_nodes", check("n_nodes", self.n_nodes, 2, 4096, integer=True, scalar=True))
         object.__setattr__(self, "n_quad", check("n_quad", self.n_quad, 1, 1024, integer=True, scalar=True))
         if self.batch is not None:
@@ -197,7 +197,7 @@ class IsotropicChain:
                                                     scalar=True))
 
     @staticmethod
-    def supports(family: StepFamily) -> bool:
+    def supports(family: StepLawType) -> bool:
         """Whether the chain is one-dimensional: the law declares ``isotropic`` and ``orthogonal``."""
         return bool(family.isotropic and family.orthogonal)
 
@@ -256,7 +256,7 @@ def _apply(K: np.ndarray, V: np.ndarray) -> np.ndarray:
     return np.einsum("ij,js->is", K, V)
 
 
-def _law_cached(cached, plain, family: StepFamily, *args):
+def _law_cached(cached, plain, family: StepLawType, *args):
     """``cached(family, *args)`` (an ``lru_cache``), or ``plain(family, *args)`` for an unhashable law."""
     try:
         hash(family)
@@ -265,12 +265,12 @@ def _law_cached(cached, plain, family: StepFamily, *args):
     return cached(family, *args)
 
 
-def _transition(family: StepFamily, n_nodes: int, n_quad: int, batch: int | None) -> tuple[np.ndarray, bool]:
+def _transition(family: StepLawType, n_nodes: int, n_quad: int, batch: int | None) -> tuple[np.ndarray, bool]:
     """``(K, exact)``: the law's closed-form operator, else the estimate (all draws, or batch ``batch``)."""
     return _law_cached(_transition_cached, _transition_of, family, n_nodes, n_quad, batch)
 
 
-def _transition_of(family: StepFamily, n_nodes: int, n_quad: int, batch: int | None) -> tuple[np.ndarray, bool]:
+def _transition_of(family: StepLawType, n_nodes: int, n_quad: int, batch: int | None) -> tuple[np.ndarray, bool]:
     t, bw = _lobatto(n_nodes)
     K = family.overlap_transition(t, functools.partial(_interp_matrix, t, bw), n_quad)
     if K is not None:
@@ -282,7 +282,7 @@ def _transition_of(family: StepFamily, n_nodes: int, n_quad: int, batch: int | N
 _transition_cached = lru_cache(maxsize=32)(_transition_of)
 
 
-def _estimated_transitions(family: StepFamily, n_nodes: int) -> np.ndarray:
+def _estimated_transitions(family: StepLawType, n_nodes: int) -> np.ndarray:
     """:data:`OVERLAP_BATCHES` estimates ``K_b[i] = mean_k ℓ(t_i a_k + √(1−t_i²) b_k)`` over batches of draws
     ``(a, b) = (M₁₁, M₂₁)`` from the law's own stream (chunks of at most about 2²² step elements)."""
     rng = np.random.default_rng(reference_seed("ovlp"))
@@ -346,7 +346,7 @@ class ReferenceChain:
     chain (SO(2) blocks).  Same interface as :class:`IsotropicChain`; its numbers are a simulated reference.
     """
 
-    family: StepFamily
+    family: StepLawType
     D: int
     R: int = 20000
     seed: int = 20260601
@@ -371,11 +371,11 @@ class ReferenceChain:
 
 
 @lru_cache(maxsize=8)
-def _reference_overlaps(family: StepFamily, D: int, R: int, seed: int) -> np.ndarray:
+def _reference_overlaps(family: StepLawType, D: int, R: int, seed: int) -> np.ndarray:
     return family.sample_overlaps(np.arange(D), R, random_state=seed, backend="numpy")
 
 
-def near_chain(family: StepFamily, D: int):
+def near_chain(family: StepLawType, D: int):
     """The near chain of ``family``: :class:`IsotropicChain` for an isotropic orthogonal law, else a
     :class:`ReferenceChain`.  Returns ``(chain, kind)`` with ``kind`` ``"closed form"``, ``"estimated (Monte
     Carlo, n = …)"`` (an isotropic law without a closed-form operator) or ``"simulated reference"``."""
@@ -388,14 +388,14 @@ def near_chain(family: StepFamily, D: int):
 # ---------------------------------------------------------------------------------------
 # SO(2) targets: exact moments by Jacobi–Anger
 # ---------------------------------------------------------------------------------------
-def _harmonic_chi(family: StepFamily, j: np.ndarray) -> np.ndarray:
+def _harmonic_chi(family: StepLawType, j: np.ndarray) -> np.ndarray:
     """``χ_b(j) = E e^{ijθ_b}`` for harmonics ``j`` (``(len(j), d/2)``): the law's :meth:`chi_harmonic`."""
     if not plane_harmonics(family):
         raise ValueError(f"no harmonic characteristic values for family {family.name!r}")
     return family.chi_harmonic(j)
 
 
-def plane_harmonics(family: StepFamily) -> bool:
+def plane_harmonics(family: StepLawType) -> bool:
     """Whether ``family`` has commuting SO(2) planes (``planes``) with closed-form harmonics ``χ_b(j)``."""
     if not family.planes or not callable(getattr(family, "chi_harmonic", None)):
         return False
@@ -407,13 +407,13 @@ def plane_harmonics(family: StepFamily) -> bool:
 
 
 @broadcasting("n", "lam")
-def so2_overlap_mgf(family: StepFamily, n: int, lam: float, q: np.ndarray) -> float:
+def so2_overlap_mgf(family: StepLawType, n: int, lam: float, q: np.ndarray) -> float:
     """(claims C1, C3, *derived here*) ``E e^{λ qᵀP_n q}`` for SO(2) blocks: ``Π_b Σ_j I_j(λ||q_b||²) Re χ_b(j)^n`` (Jacobi–Anger, exact).
 
     ``family`` a law with SO(2) planes and closed-form harmonics, ``n ≥ 0`` an integer, ``|λ| ≤ 10⁴``, ``q`` a
     finite vector of length ``d`` with ``|λ|·||q_b||² ≤ 10⁴``.
     """
-    check_instance("family", family, StepFamily, "a step law (StepLaw, see make_family)")
+    check_instance("family", family, StepLawType, "a step law (StepLaw, see make_family)")
     n = check("n (route length)", n, 0, integer=True, scalar=True)
     lam = check("lam (λ)", lam, -1e4, 1e4, scalar=True)
     q = check("q", q, ndim=1, size=family.d)

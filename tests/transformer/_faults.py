@@ -26,7 +26,7 @@ torch = pytest.importorskip("torch")
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, settings  # noqa: E402
 
-from simulations.transformer.data import Corpus  # noqa: E402
+from simulations.transformer.data.corpus import Corpus  # noqa: E402
 from stylized import InvalidInput  # noqa: E402
 from stylized.cli import app as stylized_cli  # noqa: E402
 
@@ -84,7 +84,7 @@ def _saved(tmp_path: Path, obj, name: str = "rope.pt", **kw) -> Path:
 # ---------------------------------------------------------------------------------------------------------
 # the slow, scaled variants (``make fuzz``): ``$STYLIZED_FUZZ_EXAMPLES`` inputs (default 10,000) split over the
 # fault kinds by SHARE; every input is counted in TRIED and a hard failure (any escape: an assertion of the
-# contract, another exception, a hang past HANG_S) in FAILED, reported like ``tests/test_fuzz_cli.py``
+# contract, another exception, a hang past HANG_S) in FAILED, reported like ``tests/cli/test_fuzz_cli.py``
 # ---------------------------------------------------------------------------------------------------------
 import collections  # noqa: E402
 import os  # noqa: E402
@@ -143,7 +143,7 @@ def refused_or_none(fn, *names: str):
 
 def refused_or_intact(p: Path, good_ck: dict) -> None:
     """A damaged checkpoint is refused in one line, or loads with the weights exactly as saved (a harmless change)."""
-    from simulations.transformer.train import load_model
+    from simulations.transformer.train.loop import load_model
 
     try:
         model, _ = load_model(p, "cpu")

@@ -12,12 +12,14 @@ import pytest
 @pytest.fixture(scope="module")
 def good(tmp_path_factory) -> Path:
     torch = pytest.importorskip("torch")
-    from simulations.transformer.train import train
+    from simulations.transformer.model.presets import Preset
+    from simulations.transformer.train.loop import train
     from tests.transformer._faults import _corpus
 
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("good")
-    info = train("rope", "smoke", steps=1, corpus=_corpus(), results_dir=root, progress=False, device="cpu")
+    info = train(Preset.from_name("smoke", variant="rope", steps=1), corpus=_corpus(), results_dir=root, progress=False,
+                 device="cpu")
     return Path(info["checkpoint"])
 
 

@@ -13,8 +13,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 hypothesis = pytest.importorskip("hypothesis")
-from simulations.transformer import fileio  # noqa: E402
-from simulations.transformer.train import checkpoint_path  # noqa: E402
+from simulations.transformer.paths import checkpoint_path  # noqa: E402
+from simulations.transformer.train import checkpoints as fileio  # noqa: E402
 from tests.transformer._faults import _assert_refused, _run  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------------------

@@ -19,8 +19,8 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from simulations.transformer.model import VARIANTS  # noqa: E402
-from simulations.transformer.train import checkpoint_path, results_root  # noqa: E402
+from simulations.transformer.model.config import VARIANTS  # noqa: E402
+from simulations.transformer.paths import checkpoint_path, results_root  # noqa: E402
 from stylized.cli import app as stylized_cli  # noqa: E402
 from tests._shared import report_fuzz  # noqa: E402
 from tests.transformer import _faults  # noqa: E402

@@ -1,0 +1,1 @@
+"""C6: the variant comparison, its verdicts and effect sizes, learning-rate studies, GPU reports."""

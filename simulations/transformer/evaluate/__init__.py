@@ -1,0 +1,1 @@
+"""Measuring trained checkpoints: length extrapolation, long evaluation, far-context use, passkey, probes."""

@@ -1,0 +1,1 @@
+"""Multi-query associative recall: the task, its sweep, the recall forecast and reports."""
