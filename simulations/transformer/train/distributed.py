@@ -88,12 +88,8 @@ def _maybe_compile(model: torch.nn.Module, device: torch.device, enabled: bool) 
 
 
 def train_ddp(
-    variant: str,
-    preset: str = "smoke",
+    config: Preset,
     *,
-    steps: int | None = None,
-    seed: int = 0,
-    data: str | None = None,
     resume: bool = False,
     ckpt: str | os.PathLike | None = None,
     results_dir: str | os.PathLike | None = None,
@@ -104,11 +100,10 @@ def train_ddp(
     backend: str | None = None,
     compile: bool = False,
     time_limit: float | None = None,
-    **overrides,
 ) -> dict:
-    """Train ``variant`` under ``preset`` on every rank of the process group (see module docstring).
+    """Train ``config`` (a :class:`Preset`) on every rank of the process group (see module docstring).
 
-    Parameters are those of ``train.train``, plus ``backend`` (default NCCL on CUDA, Gloo on CPU;
+    Parameters are those of :func:`~simulations.transformer.train.loop.train`, plus ``backend`` (default NCCL on CUDA, Gloo on CPU;
     used when the group is not initialised yet and ``WORLD_SIZE > 1``), ``compile``, and
     ``time_limit`` (seconds: checkpoint and stop once training has run this long; rank 0 decides).
     Returns ``train.train``'s summary (the history holds the global-batch mean loss).
@@ -120,8 +115,8 @@ def train_ddp(
         torch.cuda.set_device(dev)
     if world > 1 and not dist.is_initialized():
         dist.init_process_group(backend or ("nccl" if use_cuda else "gloo"), timeout=datetime.timedelta(hours=2))
-    config = Preset.from_name(preset, variant=variant, steps=steps, seed=seed, data=data, **overrides)
     mcfg, tcfg = config.model, config.train
+    variant, preset, seed = mcfg.variant, config.name, tcfg.seed
     if tcfg.batch_size % world:
         raise ValueError(f"batch_size={tcfg.batch_size} must be divisible by the world size {world}")
     path = Path(ckpt) if ckpt else checkpoint_path(preset, variant, seed, results_dir)
@@ -259,9 +254,10 @@ def _main(argv: list[str] | None = None) -> int:
     check_dir(path.parent, "--results-dir")  # before any work
     if path.exists() and args.force and not args.resume and dist_env()[0] == 0:
         path.unlink()
-    info = train_ddp(args.variant, args.preset, steps=args.steps, seed=args.seed, data=args.data,
-                     resume=args.resume, ckpt=path, stop_at=args.stop_at, device=args.device,
-                     backend=args.backend, compile=args.compile, time_limit=args.time_limit, **overrides)
+    config = Preset.from_name(args.preset, variant=args.variant, steps=args.steps, seed=args.seed, data=args.data,
+                              **overrides)
+    info = train_ddp(config, resume=args.resume, ckpt=path, stop_at=args.stop_at, device=args.device,
+                     backend=args.backend, compile=args.compile, time_limit=args.time_limit)
     if info["rank"] == 0:
         def write(partial: dict) -> None:  # atomically, after training and after each evaluated length
             if args.out:
@@ -274,7 +270,6 @@ def _main(argv: list[str] | None = None) -> int:
             from ..evaluate.extrapolation import evaluate_checkpoint
 
             write({**info, "eval": [], "eval_complete": False})
-            config = Preset.from_name(args.preset, variant=args.variant, data=args.data, **overrides)
             tcfg, ecfg = config.train, config.eval
             corpus = load_corpus(tcfg.data, tcfg.max_bytes, tcfg.tokenizer, tcfg.bpe_vocab)
             info["eval"] = evaluate_checkpoint(path, ecfg, corpus, device=args.device,

@@ -70,7 +70,7 @@ def test_one_process_equals_train(text_dir, tmp_path):
     corpus = data.load_path(text_dir)
     kw = dict(corpus=corpus, progress=False, device="cpu")
     a = train(Preset.from_name("smoke", variant="random-qkv", steps=4, dropout=0.1), ckpt=tmp_path / "a.pt", **kw)
-    b = train_ddp("random-qkv", "smoke", steps=4, dropout=0.1, ckpt=tmp_path / "b.pt", **kw)
+    b = train_ddp(Preset.from_name("smoke", variant="random-qkv", steps=4, dropout=0.1), ckpt=tmp_path / "b.pt", **kw)
     assert a["history"] == b["history"]  # bit-identical, dropout and random angles included
     ck = torch.load(tmp_path / "b.pt", weights_only=True)
     assert ck["world_size"] == 1 and len(ck["rng_ranks"]) == 1
@@ -102,7 +102,7 @@ def test_two_gloo_processes_match_one_and_resume(text_dir, tmp_path):
 
 
 def test_time_limit_checkpoints_and_stops(text_dir, tmp_path):
-    info = train_ddp("rope", "smoke", steps=5, corpus=data.load_path(text_dir), ckpt=tmp_path / "t.pt",
+    info = train_ddp(Preset.from_name("smoke", variant="rope", steps=5), corpus=data.load_path(text_dir), ckpt=tmp_path / "t.pt",
                      progress=False, device="cpu", time_limit=0.0)
     assert info["step"] == 1 and torch.load(tmp_path / "t.pt", weights_only=True)["step"] == 1
 
