@@ -386,10 +386,10 @@ def _cmd_sweep(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m stylized.harness.sweep CHECK --grid …`` (the same as ``stylized sweep``)."""
-    from ..core.options import OptionParser as _Parser  # one-line usage errors (exit 2)
+    from ..core.options import OptionParser  # one-line usage errors (exit 2)
 
-    parser = _Parser(prog="stylized")
-    add_parser(parser.add_subparsers(dest="command", parser_class=_Parser))
+    parser = OptionParser(prog="stylized")
+    add_parser(parser.add_subparsers(dest="command", parser_class=OptionParser))
     args = parser.parse_args(["sweep", *(sys.argv[1:] if argv is None else argv)])
     try:
         return args.func(args)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from stylized.harness import registry
 from stylized.harness.sweep import grid_points, parse_grid, point_key, point_seed, run_sweep
 
 DUMMY = textwrap.dedent('''
@@ -42,9 +43,13 @@ def dummy(tmp_path, monkeypatch):
     (mod / "sweepdummy.py").write_text(DUMMY)
     monkeypatch.syspath_prepend(str(mod))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(mod), os.environ.get("PYTHONPATH", "")]))
+    registry.load_checks(external=True)  # every real check registered first (their modules register on import)
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))  # the dummy is registered for this test only
+    sys.modules.pop("sweepdummy", None)
     import sweepdummy
 
-    return sweepdummy.CHECK
+    yield sweepdummy.CHECK
+    sys.modules.pop("sweepdummy", None)
 
 
 def _rows(out: Path) -> dict:

@@ -156,10 +156,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from stylized.core.options import OptionParser as _Parser  # one-line usage errors (exit 2)
+    from stylized.core.options import OptionParser  # one-line usage errors (exit 2)
 
-    parser = _Parser(prog="python -m simulations.transformer.c6.spot_check")
-    sub = parser.add_subparsers(dest="cmd", parser_class=_Parser)
+    parser = OptionParser(prog="python -m simulations.transformer.c6.spot_check")
+    sub = parser.add_subparsers(dest="cmd", parser_class=OptionParser)
     add_parser(sub)
     return _cmd(parser.parse_args(["spot-check", *(sys.argv[1:] if argv is None else argv)]))
 

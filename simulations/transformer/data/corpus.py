@@ -310,10 +310,14 @@ def main(argv: list[str] | None = None) -> int:
     """Build the corpus / tokenizer cache ahead of a (multi-GPU) run and print its description."""
     import sys
 
-    from stylized.core.options import Choice, Int, arg_type
-    from stylized.core.options import OptionParser as _Parser  # one-line usage errors (exit 2)
+    from stylized.core.options import (
+        Choice,
+        Int,
+        OptionParser,  # one-line usage errors (exit 2)
+        arg_type,
+    )
 
-    ap = _Parser(prog="python -m simulations.transformer.data.corpus")
+    ap = OptionParser(prog="python -m simulations.transformer.data.corpus")
     ap.add_argument("--data", default=None, help="builtin (default), owt[:FOLDER], or a text file/folder")
     ap.add_argument("--tokenizer", default="bytes", type=arg_type(Choice(*TOKENIZERS)))
     ap.add_argument("--vocab", type=arg_type(Int(257, 10**6)), default=None,
