@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from stylized.core.estimators import proportion_ci
 from stylized.core.options import Int
 from stylized.harness.registry import Check, Mutant, Option, Theory, headline, patched, register, scaled
 from stylized.harness.results import load_result
@@ -63,10 +64,11 @@ def run(params: dict, *, seed: int, backend: str, progress: bool = True) -> dict
                f"{txt}. " + (rows[0]["premise"] + ". " if rows[0]["premise"] else "")
                + ("Every counterexample refused at even and odd n (the correct outcome)." if holds
                   else "A counterexample was NOT refused: C2's verdict does not test the claim."))
-    refused = sum(r["refused"] for r in rows)
+    share = proportion_ci(sum(bool(r["refused"]) for r in rows), len(rows), method="clopper-pearson")
     return {"holds": holds, "rows": rows,
-            "headline": headline("share of counterexample runs where C2 is refused", {"estimate": refused / len(rows),
-                                 "n_samples": len(rows), "theory": 1.0}, verdict)}
+            "headline": headline("share of counterexample runs where C2 is refused (Clopper–Pearson 95%)",
+                                 {"estimate": share.estimate, "ci_low": share.ci_low, "ci_high": share.ci_high,
+                                  "n_samples": share.n_samples, "theory": 1.0}, verdict)}
 
 
 def section(directory: Path) -> list[str]:
